@@ -1,0 +1,28 @@
+// Benchmarks behind `csdkit bench ...`. Each returns its figures as JSON; none asserts on time.
+#ifndef CSDKIT_BENCH_BENCH_H_
+#define CSDKIT_BENCH_BENCH_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+namespace csdkit::bench {
+
+struct KernelBenchOptions {
+  uint32_t n = 1u << 26;  // elements per configuration (split across threads)
+  unsigned max_threads = 2;
+  unsigned reps = 3;      // best of
+  bool quick = false;     // only AdamW fp16/fp16 (for smoke runs)
+  bool progress = false;  // progress lines on stderr
+};
+
+/// STREAM triad a[i] = b[i] + s * c[i] over `n` doubles per array with `threads` threads; best of
+/// `reps`, in bytes per second counted as STREAM counts them (24 bytes per element).
+double StreamTriad(uint64_t n, unsigned threads, unsigned reps);
+
+/// Host-model throughput per optimizer, dtype configuration and thread count, with the
+/// STREAM-triad bound measured in the same run.
+nlohmann::json KernelBench(const KernelBenchOptions& o);
+
+}  // namespace csdkit::bench
+
+#endif  // CSDKIT_BENCH_BENCH_H_

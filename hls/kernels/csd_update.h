@@ -1,0 +1,18 @@
+// Host-side declaration of the updater kernel top (the host model links csd_update.cpp).
+#ifndef CSDKIT_KERNELS_CSD_UPDATE_H_
+#define CSDKIT_KERNELS_CSD_UPDATE_H_
+
+#include <cstdint>
+
+#include "csdkit/hls/update_args.h"
+
+using csdkit::hls::Word;
+
+// The signature is spelled out below and checked against the table in csd_update.cpp.
+extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_idx,
+                           const Word* sp_blk, Word* out16, Word* status, uint32_t n,
+                           uint32_t nnz, uint32_t mode, uint32_t unscale, uint32_t lr,
+                           uint32_t beta1, uint32_t omb1, uint32_t beta2, uint32_t omb2,
+                           uint32_t eps, uint32_t wd, uint32_t c1, uint32_t c2);
+
+#endif  // CSDKIT_KERNELS_CSD_UPDATE_H_

@@ -1,0 +1,16 @@
+// Subcommand registration for the csdkit CLI; each command lives in its own source file.
+#ifndef CSDKIT_CLI_COMMANDS_H_
+#define CSDKIT_CLI_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+
+namespace csdkit::cli {
+
+/// `csdkit kernel ...`: run the updater kernel's host model on a generated problem.
+void AddKernelCommand(CLI::App& app);
+/// `csdkit bench ...`: benchmarks printing JSON.
+void AddBenchCommand(CLI::App& app);
+
+}  // namespace csdkit::cli
+
+#endif  // CSDKIT_CLI_COMMANDS_H_

@@ -1,0 +1,200 @@
+// `csdkit kernel`: one launch of the updater's host model on a generated problem.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "commands.h"
+#include "csdkit/hls/update_args.h"
+#include "csdkit/problem.h"
+#include "csdkit/sparse_codec.h"
+
+namespace csdkit::cli {
+
+namespace {
+
+struct KernelOpts {
+  std::string optimizer = "adamw", grad = "fp32", out = "none";
+  uint32_t n = 1u << 22;
+  double topk = 0.0;
+  uint64_t seed = 1;
+  int64_t step = 1;
+  bool ftz = false, json = false, args = false;
+  std::string dump;
+  // Hyper-parameter overrides (NaN = optimizer default).
+  double lr = NAN, beta1 = NAN, beta2 = NAN, eps = NAN, wd = NAN, momentum = NAN,
+         dampening = NAN, lr_decay = NAN, acc0 = NAN;
+  bool nesterov = false;
+  double loss_scale = 1.0, clip = 1.0;
+};
+
+std::string Hex(uint32_t x) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", x);
+  return b;
+}
+
+void PrintArgs(bool json) {
+  if (json) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const hls::ArgInfo& x : hls::kUpdateArgs) {
+      a.push_back({{"index", x.index},
+                   {"name", x.name},
+                   {"kind", x.kind == hls::ArgKind::kPtr ? "pointer" : "scalar"},
+                   {"direction", x.dir == hls::ArgDir::kIn ? "in"
+                                 : x.dir == hls::ArgDir::kOut ? "out" : "inout"},
+                   {"bundle", x.bundle},
+                   {"offset", Hex(x.offset)},
+                   {"bytes", x.bytes},
+                   {"description", x.doc}});
+    }
+    std::cout << nlohmann::json{{"kernel", hls::kUpdateKernelName}, {"args", a}}.dump(2) << "\n";
+    return;
+  }
+  std::printf("%s register map (ap_ctrl_hs; 0x00 ctrl, 0x04 gie, 0x08 ier, 0x0c isr)\n",
+              hls::kUpdateKernelName);
+  std::printf("%-3s %-8s %-7s %-6s %-6s %-6s %s\n", "#", "name", "kind", "dir", "bundle",
+              "offset", "description");
+  for (const hls::ArgInfo& x : hls::kUpdateArgs) {
+    std::printf("%-3u %-8s %-7s %-6s %-6s 0x%02x   %s\n", x.index, x.name,
+                x.kind == hls::ArgKind::kPtr ? "ptr64" : "u32",
+                x.dir == hls::ArgDir::kIn ? "in" : x.dir == hls::ArgDir::kOut ? "out" : "inout",
+                x.bundle, x.offset, x.doc);
+  }
+}
+
+int RunKernel(const KernelOpts& o) {
+  if (o.args) {
+    PrintArgs(o.json);
+    return 0;
+  }
+  ProblemSpec spec;
+  spec.hyper = OptimizerConfig::Defaults(ParseOptimizer(o.optimizer));
+  OptimizerConfig& h = spec.hyper;
+  auto set = [](double v, double& dst) {
+    if (!std::isnan(v)) dst = v;
+  };
+  set(o.lr, h.lr);
+  set(o.beta1, h.beta1);
+  set(o.beta2, h.beta2);
+  set(o.eps, h.eps);
+  set(o.wd, h.weight_decay);
+  set(o.momentum, h.momentum);
+  set(o.dampening, h.dampening);
+  set(o.lr_decay, h.lr_decay);
+  set(o.acc0, h.initial_accumulator_value);
+  h.nesterov = o.nesterov;
+  spec.grad.grad = ParseGradDType(o.grad);
+  spec.grad.out = ParseOutDType(o.out);
+  spec.grad.ftz = o.ftz;
+  spec.grad.loss_scale = o.loss_scale;
+  spec.grad.clip_coef = o.clip;
+  spec.n = o.n;
+  spec.topk = o.topk;
+  spec.seed = o.seed;
+  spec.step = o.step;
+
+  Problem p = Problem::Generate(spec);
+  std::unique_ptr<UpdateBuffers> inputs;
+  if (!o.dump.empty()) inputs = std::make_unique<UpdateBuffers>(p.buf.Clone());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint32_t err = p.Run();
+  const auto t1 = std::chrono::steady_clock::now();
+  const double sec = std::chrono::duration<double>(t1 - t0).count();
+  const double eps = sec > 0 ? p.spec.n / sec : 0.0;
+  const uint32_t err_pos = p.buf.status.as<uint32_t>()[hls::kStatusErrorPos];
+
+  if (!o.dump.empty()) DumpProblem(o.dump, p, *inputs, p.buf);
+
+  const auto outs = OutputArrays(p, p.buf);
+  if (o.json) {
+    nlohmann::json j;
+    j["kernel"] = hls::kUpdateKernelName;
+    j["backend"] = "model";
+    j["optimizer"] = o.optimizer;
+    j["grad"] = DTypeName(spec.grad.grad);
+    j["out"] = OutDTypeName(spec.grad.out);
+    j["n"] = p.spec.n;
+    j["nnz"] = p.nnz;
+    j["topk"] = p.spec.topk;
+    j["ftz"] = o.ftz;
+    j["seed"] = o.seed;
+    j["step"] = o.step;
+    j["mode"] = Hex(p.launch.mode);
+    j["status"] = {{"error", err}, {"position", err_pos}, {"message", DescribeKernelError(err, err_pos)}};
+    j["seconds"] = sec;
+    j["elements_per_second"] = eps;
+    nlohmann::json cs = nlohmann::json::object();
+    for (const ArrayView& a : outs) cs[a.name] = Hex(Crc32(a));
+    j["crc32"] = cs;
+    if (!o.dump.empty()) j["dump"] = o.dump;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("csd_update host model: optimizer=%s grad=%s out=%s n=%u %s ftz=%s seed=%llu step=%lld\n",
+                o.optimizer.c_str(), DTypeName(spec.grad.grad), OutDTypeName(spec.grad.out),
+                p.spec.n,
+                p.spec.grad.sparse ? ("sparse nnz=" + std::to_string(p.nnz)).c_str() : "dense",
+                o.ftz ? "on" : "off", static_cast<unsigned long long>(o.seed),
+                static_cast<long long>(o.step));
+    std::printf("status   %s\n", err == 0 ? "ok" : DescribeKernelError(err, err_pos).c_str());
+    std::printf("time     %.3f ms, %.1f M elements/s\n", sec * 1e3, eps / 1e6);
+    std::printf("%-8s %-5s %10s  %s\n", "output", "dtype", "count", "crc32");
+    for (const ArrayView& a : outs) {
+      std::printf("%-8s %-5s %10llu  %s\n", a.name.c_str(), a.dtype.c_str(),
+                  static_cast<unsigned long long>(a.count), Hex(Crc32(a)).c_str());
+    }
+    if (!o.dump.empty()) std::printf("golden vectors written to %s/problem.json\n", o.dump.c_str());
+  }
+  return err == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void AddKernelCommand(CLI::App& app) {
+  auto o = std::make_shared<KernelOpts>();
+  CLI::App* c = app.add_subcommand(
+      "kernel", "Run the updater kernel's host model on a generated problem; print elements/s "
+                "and a CRC-32 of every output");
+  c->add_option("--optimizer", o->optimizer, "adamw|adam|sgd|adagrad|lion")
+      ->check(CLI::IsMember({"adamw", "adam", "sgd", "adagrad", "lion"}))
+      ->capture_default_str();
+  c->add_option("--grad", o->grad, "gradient dtype fp32|fp16|bf16")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->capture_default_str();
+  c->add_option("--out", o->out, "low-precision weight copy none|fp16|bf16")
+      ->check(CLI::IsMember({"none", "fp16", "bf16"}))
+      ->capture_default_str();
+  c->add_option("--n", o->n, "elements")->check(CLI::Range(1u, 0xffffffffu))->capture_default_str();
+  c->add_option("--topk", o->topk, "Top-K sparse gradient with this ratio in (0,1]");
+  c->add_option("--seed", o->seed, "data seed")->capture_default_str();
+  c->add_option("--step", o->step, "optimizer step number (from 1)")->capture_default_str();
+  c->add_flag("--ftz", o->ftz, "FTZ/DAZ policy instead of IEEE");
+  c->add_flag("--json", o->json, "print JSON");
+  c->add_option("--dump", o->dump, "write inputs, outputs and problem.json (golden vectors) here");
+  c->add_flag("--args", o->args, "print the kernel's argument table / register map and exit");
+  c->add_option("--lr", o->lr, "learning rate");
+  c->add_option("--beta1", o->beta1, "beta1");
+  c->add_option("--beta2", o->beta2, "beta2");
+  c->add_option("--eps", o->eps, "epsilon");
+  c->add_option("--weight-decay", o->wd, "weight decay");
+  c->add_option("--momentum", o->momentum, "SGD momentum");
+  c->add_option("--dampening", o->dampening, "SGD dampening");
+  c->add_flag("--nesterov", o->nesterov, "SGD Nesterov momentum");
+  c->add_option("--lr-decay", o->lr_decay, "Adagrad lr decay");
+  c->add_option("--initial-accumulator", o->acc0, "Adagrad initial accumulator value");
+  c->add_option("--loss-scale", o->loss_scale, "gradients are generated multiplied by this")
+      ->capture_default_str();
+  c->add_option("--clip", o->clip, "clip coefficient folded into the unscale factor")
+      ->capture_default_str();
+  c->callback([o]() {
+    const int rc = RunKernel(*o);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace csdkit::cli

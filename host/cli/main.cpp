@@ -1,0 +1,26 @@
+// csdkit: command-line entry point.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "csdkit/problem.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"csdkit: near-storage optimizer offload kit (kernels, model, benchmarks)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "csdkit 0.1.0");
+  csdkit::cli::AddKernelCommand(app);
+  csdkit::cli::AddBenchCommand(app);
+  try {
+    csdkit::CheckFpEnvironment();
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "csdkit: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

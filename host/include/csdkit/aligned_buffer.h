@@ -1,0 +1,54 @@
+// A zero-initialised, 4096-byte aligned host buffer: the alignment O_DIRECT, PoCL's
+// CL_MEM_USE_HOST_PTR and the kernels' 512-bit words all accept.
+#ifndef CSDKIT_ALIGNED_BUFFER_H_
+#define CSDKIT_ALIGNED_BUFFER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "csdkit/hls/word.h"
+
+namespace csdkit {
+
+class AlignedBuffer {
+ public:
+  static constexpr std::size_t kAlign = 4096;
+
+  AlignedBuffer() = default;
+  /// Allocates at least `bytes` (rounded up to kAlign; at least one page), zero-filled.
+  explicit AlignedBuffer(std::size_t bytes);
+  ~AlignedBuffer();
+  AlignedBuffer(AlignedBuffer&& o) noexcept;
+  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+
+  /// A deep copy (same capacity, same bytes).
+  AlignedBuffer Clone() const;
+
+  std::size_t size() const { return size_; }
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  hls::Word* words() { return reinterpret_cast<hls::Word*>(data_); }
+  const hls::Word* words() const { return reinterpret_cast<const hls::Word*>(data_); }
+  template <typename T>
+  T* as() {
+    return reinterpret_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* as() const {
+    return reinterpret_cast<const T*>(data_);
+  }
+  bool SameBytes(const AlignedBuffer& o) const {
+    return size_ == o.size_ && (size_ == 0 || std::memcmp(data_, o.data_, size_) == 0);
+  }
+
+ private:
+  uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace csdkit
+
+#endif  // CSDKIT_ALIGNED_BUFFER_H_
