@@ -23,6 +23,14 @@
 
 namespace hk = csdkit::hls;
 
+// Keeps the compute stage a separate function in the host model so g++ vectorises it as a unit;
+// HLS inlines as it sees fit.
+#if defined(__SYNTHESIS__) || !defined(__GNUC__)
+#define CSDKIT_NOINLINE
+#else
+#define CSDKIT_NOINLINE __attribute__((noinline))
+#endif
+
 namespace {
 
 /// Elements per tile: a multiple of 32 (whole words of 16-bit data) dividing 2^16 (a tile never
@@ -45,6 +53,49 @@ using TableTypes = TypeList<CSDKIT_UPDATE_ARGS(CSDKIT_ARG_TYPE) void>;
 #undef CSDKIT_ARG_TYPE
 static_assert(std::is_same<ParamsOf<decltype(csd_update)>::type, TableTypes>::value,
               "csd_update's signature disagrees with the argument table (update_args.h)");
+
+/// The compute loop over elements [0, len) of a tile; see ComputeTile.
+template <typename FtzT>
+void ComputeLoop(const hk::RuleCtl& c, FtzT ftz, uint32_t out_f16, uint32_t len,
+                 uint32_t* __restrict th, uint32_t* __restrict mm, uint32_t* __restrict vv,
+                 const uint32_t* __restrict gb, uint16_t* __restrict lo) {
+COMPUTE:
+  for (uint32_t i = 0; i < len; ++i) {
+#pragma HLS PIPELINE II = 1
+#pragma HLS UNROLL factor = 16
+    const hk::ElemOut o = hk::UpdateElement(c, ftz, hk::U2F(th[i]), hk::U2F(mm[i]),
+                                            hk::U2F(vv[i]), hk::U2F(gb[i]));
+    const uint32_t tn = hk::F2U(o.theta);
+    th[i] = tn;
+    mm[i] = hk::F2U(o.m);
+    vv[i] = hk::F2U(o.v);
+    lo[i] = static_cast<uint16_t>((static_cast<uint32_t>(hk::F32ToF16(tn)) & out_f16) |
+                                  (static_cast<uint32_t>(hk::F32ToBf16(tn)) & ~out_f16));
+  }
+}
+
+/// The compute stage of one tile: elements [0, len) are updated and get their low-precision
+/// copy; state lanes past len are left as loaded (written back unchanged) and copy lanes up to
+/// `count16` (the tile's whole 16-bit words) are zero.
+CSDKIT_NOINLINE void ComputeTile(const hk::RuleCtl& ctl, uint32_t out_f16, uint32_t len,
+                                 uint32_t count16, uint32_t* __restrict th,
+                                 uint32_t* __restrict mm, uint32_t* __restrict vv,
+                                 const uint32_t* __restrict gb, uint16_t* __restrict lo) {
+  const hk::RuleCtl c = ctl;
+#ifdef __SYNTHESIS__
+  // One datapath; the policy is a run-time select inside each operation.
+  ComputeLoop(c, c.ftz, out_f16, len, th, mm, vv, gb, lo);
+#else
+  // Host model: the same loop instantiated per policy, so the compiler folds the unused one.
+  if (c.ftz) {
+    ComputeLoop(c, std::true_type(), out_f16, len, th, mm, vv, gb, lo);
+  } else {
+    ComputeLoop(c, std::false_type(), out_f16, len, th, mm, vv, gb, lo);
+  }
+#endif
+PAD_OUT:
+  for (uint32_t i = len; i < count16; ++i) lo[i] = 0;
+}
 
 }  // namespace
 
@@ -96,6 +147,7 @@ extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, cons
     const bool use_m = hk::UsesM(md);
     const bool use_v = hk::UsesV(md);
     const bool has_out = md.out != hk::DType::kFp32;
+    const uint32_t out_f16 = hk::Mask(md.out == hk::DType::kFp16);
     uint32_t k = 0;  // next sparse entry
 
     uint32_t th[kTile], mm[kTile], vv[kTile], gb[kTile];
@@ -159,22 +211,7 @@ extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, cons
         }
       }
 
-    COMPUTE:
-      for (uint32_t i = 0; i < words * hk::kLanes; ++i) {
-#pragma HLS PIPELINE II = 1
-#pragma HLS UNROLL factor = 16
-        const hk::ElemOut o =
-            hk::UpdateElement(ctl, hk::U2F(th[i]), hk::U2F(mm[i]), hk::U2F(vv[i]), hk::U2F(gb[i]));
-        const bool live = i < len;
-        const uint32_t tn = hk::F2U(o.theta);
-        th[i] = live ? tn : th[i];
-        mm[i] = live ? hk::F2U(o.m) : mm[i];
-        vv[i] = live ? hk::F2U(o.v) : vv[i];
-        const uint16_t l16 = md.out == hk::DType::kFp16 ? hk::F32ToF16(tn) : hk::F32ToBf16(tn);
-        lo[i] = live ? l16 : static_cast<uint16_t>(0);
-      }
-      // Zero the 16-bit lanes of the last output word past the last full fp32 word.
-      for (uint32_t i = words * hk::kLanes; i < hwords * hk::kHalfLanes; ++i) lo[i] = 0;
+      ComputeTile(ctl, out_f16, len, hwords * hk::kHalfLanes, th, mm, vv, gb, lo);
 
     STORE_STATE:
       for (uint32_t w = 0; w < words; ++w) {

@@ -44,7 +44,8 @@ inline uint16_t F32ToF16(uint32_t u) {
   const uint32_t q = mant >> sh;
   const uint32_t rem = mant & ((1u << sh) - 1u);
   const uint32_t half = 1u << (sh - 1u);
-  const uint32_t sub_h = q + ((rem > half) | ((rem == half) & (q & 1u)));
+  const uint32_t up = (rem > half ? 1u : 0u) | (rem == half ? (q & 1u) : 0u);
+  const uint32_t sub_h = q + up;
 
   uint32_t h;
   if (a > kExpMask) {

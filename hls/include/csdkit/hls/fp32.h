@@ -25,22 +25,28 @@ namespace hls {
 
 /// Replaces any NaN by the canonical quiet NaN; every other value, zeros and infinities
 /// included, passes unchanged.
-inline float Canon(float x) { return x != x ? U2F(kCanonicalNan) : x; }
+/// (Integer compare: no floating-point comparison, so nothing to trap or to branch on.)
+inline float Canon(float x) {
+  const uint32_t u = F2U(x);
+  return U2F((u & ~kSignMask) > kExpMask ? kCanonicalNan : u);
+}
 
 /// Under ftz, replaces a subnormal by zero of the same sign; otherwise returns x unchanged.
+/// Written as mask arithmetic (clear the mantissa of a zero-exponent value) so it is one
+/// compare and one and-not in both the hardware and the vectorised host model.
 inline float Flush(bool ftz, float x) {
   const uint32_t u = F2U(x);
-  const bool sub = (u & kExpMask) == 0u;
-  return (ftz && sub) ? U2F(u & kSignMask) : x;
+  const uint32_t clear = ((u & kExpMask) == 0u && ftz) ? kManMask : 0u;
+  return U2F(u & ~clear);
 }
 
 /// The binary32 operations of the contract. `ftz` selects the FTZ/DAZ policy; it is a run-time
 /// value so that one datapath (and one HLS kernel) serves both policies.
 class Fp32 {
  public:
-  explicit Fp32(bool ftz) : ftz_(ftz) {}
+  explicit Fp32(bool ftz) : daz_mask_(ftz ? kManMask : 0u) {}
 
-  bool ftz() const { return ftz_; }
+  bool ftz() const { return daz_mask_ != 0u; }
 
   /// a + b, rounded to nearest even; canonical NaN; policy applied to operands and result.
   float Add(float a, float b) const { return Out(In(a) + In(b)); }
@@ -55,16 +61,22 @@ class Fp32 {
   /// The sign of a as a value: +1, -1, +0 for either zero, canonical NaN for NaN. Exact, so the
   /// policy has nothing to flush (subnormals are non-zero under IEEE, zero under DAZ).
   float Sign(float a) const {
-    const float x = In(a);
-    const float s = x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
-    return x != x ? U2F(kCanonicalNan) : s;
+    const uint32_t u = F2U(In(a));
+    const uint32_t mag = u & ~kSignMask;
+    const uint32_t one = (u & kSignMask) | 0x3f800000u;  // +-1.0
+    return U2F(mag > kExpMask ? kCanonicalNan : (mag == 0u ? 0u : one));
   }
 
  private:
-  float In(float x) const { return Flush(ftz_, x); }
-  float Out(float x) const { return Flush(ftz_, Canon(x)); }
+  // Policy applied to an operand / a result: the mantissa of a zero-exponent value is cleared
+  // under FTZ/DAZ (daz_mask_ = mantissa mask) and kept under IEEE (daz_mask_ = 0).
+  float In(float x) const {
+    const uint32_t u = F2U(x);
+    return U2F(u & ~((u & kExpMask) == 0u ? daz_mask_ : 0u));
+  }
+  float Out(float x) const { return In(Canon(x)); }
 
-  bool ftz_;
+  uint32_t daz_mask_;
 };
 
 }  // namespace hls

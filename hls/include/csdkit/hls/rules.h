@@ -51,14 +51,24 @@ namespace hls {
 struct RuleCtl {
   float unscale, lr, beta1, omb1, beta2, omb2, eps, wd, c1, c2;
   bool ftz;
-  bool l2;        // (2)
-  bool mom_pass;  // (3) mom = g
-  bool lion;      // (4), (5), (8), (10)
-  bool adagrad;   // (7) numerator g
-  bool use_q;     // (8) u = q
-  bool sgd;       // (8) u = mom or Nesterov
-  bool nesterov;  // (8)
+  // Select signals, all-ones (take the first input) or zero. Masks rather than bools: a select
+  // is then pure bit logic, a mux in hardware and a blend in the vectorised model.
+  uint32_t l2;        // (2)
+  uint32_t mom_pass;  // (3) mom = g
+  uint32_t lion;      // (4), (5), (8), (10)
+  uint32_t adagrad;   // (7) numerator g
+  uint32_t use_q;     // (8) u = q
+  uint32_t sgd;       // (8) u = mom or Nesterov
+  uint32_t nesterov;  // (8)
 };
+
+/// Bitwise select: a where mask is all ones, b where it is zero. Exact (no arithmetic).
+inline float Sel(uint32_t mask, float a, float b) {
+  return U2F((F2U(a) & mask) | (F2U(b) & ~mask));
+}
+
+/// All-ones for true, zero for false.
+inline uint32_t Mask(bool b) { return b ? 0xffffffffu : 0u; }
 
 /// Builds the launch-constant controls from a decoded mode and the scalar registers.
 inline RuleCtl MakeRuleCtl(const Mode& md, const Scalars& s) {
@@ -79,13 +89,13 @@ inline RuleCtl MakeRuleCtl(const Mode& md, const Scalars& s) {
   c.c1 = keeps_c1 ? U2F(s.c1) : 1.0f;
   c.c2 = adam ? U2F(s.c2) : 1.0f;
   c.ftz = md.ftz;
-  c.l2 = md.l2;
-  c.mom_pass = sgd && (md.first || !md.momentum);
-  c.lion = lion;
-  c.adagrad = adagrad;
-  c.use_q = adam || adagrad;
-  c.sgd = sgd;
-  c.nesterov = md.nesterov;
+  c.l2 = Mask(md.l2);
+  c.mom_pass = Mask(sgd && (md.first || !md.momentum));
+  c.lion = Mask(lion);
+  c.adagrad = Mask(adagrad);
+  c.use_q = Mask(adam || adagrad);
+  c.sgd = Mask(sgd);
+  c.nesterov = Mask(md.nesterov);
   return c;
 }
 
@@ -97,22 +107,35 @@ struct ElemOut {
 /// One element of the update, in the normative order above. `g_in` is the gradient already
 /// widened to binary32 (exactly) from its storage type; state the optimizer does not use may be
 /// passed as anything (its inputs are not selected and its outputs are not stored).
-inline ElemOut UpdateElement(const RuleCtl& c, float theta, float m, float v, float g_in) {
-  const Fp32 f(c.ftz);
-  float g = f.Mul(g_in, c.unscale);                                             // (1)
-  g = c.l2 ? f.Add(g, f.Mul(c.wd, theta)) : g;                                  // (2)
-  const float mom = c.mom_pass ? g : f.Add(f.Mul(c.beta1, m), f.Mul(c.omb1, g));  // (3)
-  const float sq = c.lion ? g : f.Mul(g, g);                                    // (4)
-  const float acc = f.Add(f.Mul(c.beta2, c.lion ? m : v), f.Mul(c.omb2, sq));   // (5)
-  const float den = f.Add(f.Mul(f.Sqrt(acc), c.c2), c.eps);                     // (6)
-  const float q = f.Div(c.adagrad ? g : mom, den);                              // (7)
-  const float u_sgd = c.nesterov ? f.Add(g, f.Mul(c.beta1, mom)) : mom;
-  const float u = c.use_q ? q : (c.sgd ? u_sgd : f.Sign(mom));                  // (8)
+/// `ftz` is c.ftz, passed separately so a caller may pass it as a compile-time constant
+/// (std::true_type / std::false_type) and let the compiler fold the policy away.
+template <typename FtzT>
+inline ElemOut UpdateElement(const RuleCtl& c, FtzT ftz, float theta, float m, float v,
+                             float g_in) {
+  // Every operation is evaluated unconditionally and the graph's choices are selects, as in the
+  // hardware datapath (this also lets the host compiler vectorise the loop around it).
+  const Fp32 f(static_cast<bool>(ftz));
+  const float g1 = f.Mul(g_in, c.unscale);                                        // (1)
+  const float g2 = f.Add(g1, f.Mul(c.wd, theta));
+  const float g = Sel(c.l2, g2, g1);                                              // (2)
+  const float ema1 = f.Add(f.Mul(c.beta1, m), f.Mul(c.omb1, g));
+  const float mom = Sel(c.mom_pass, g, ema1);                                     // (3)
+  const float sq = Sel(c.lion, g, f.Mul(g, g));                                   // (4)
+  const float acc = f.Add(f.Mul(c.beta2, Sel(c.lion, m, v)), f.Mul(c.omb2, sq));  // (5)
+  const float den = f.Add(f.Mul(f.Sqrt(acc), c.c2), c.eps);                       // (6)
+  const float q = f.Div(Sel(c.adagrad, g, mom), den);                             // (7)
+  const float u_sgd = Sel(c.nesterov, f.Add(g, f.Mul(c.beta1, mom)), mom);
+  const float u = Sel(c.use_q, q, Sel(c.sgd, u_sgd, f.Sign(mom)));                // (8)
   ElemOut o;
-  o.theta = f.Sub(f.Mul(theta, c.c1), f.Mul(c.lr, u));                          // (9)
-  o.m = c.lion ? acc : mom;                                                     // (10)
+  o.theta = f.Sub(f.Mul(theta, c.c1), f.Mul(c.lr, u));                            // (9)
+  o.m = Sel(c.lion, acc, mom);                                                    // (10)
   o.v = acc;
   return o;
+}
+
+/// UpdateElement with the launch's policy taken from c.ftz.
+inline ElemOut UpdateElement(const RuleCtl& c, float theta, float m, float v, float g_in) {
+  return UpdateElement(c, c.ftz, theta, m, v, g_in);
 }
 
 }  // namespace hls
