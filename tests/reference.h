@@ -1,0 +1,106 @@
+// The plain reference of the updater: one element at a time, each optimizer in its textbook
+// form (written independently of the unified datapath in rules.h), the gradient decoded by a
+// plain scatter from the sparse arrays, no tiles, no words. Shared by the kernel tests.
+#ifndef CSDKIT_TESTS_REFERENCE_H_
+#define CSDKIT_TESTS_REFERENCE_H_
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "csdkit/hls/bits.h"
+#include "csdkit/hls/fp16.h"
+#include "csdkit/hls/fp32.h"
+#include "csdkit/hls/mode.h"
+#include "csdkit/problem.h"
+
+namespace csdkit::testing {
+
+/// The dense binary32 gradient (bits) the kernel should see: widened from the grad dtype;
+/// for a sparse stream, zeros with the kept values scattered at their indices.
+inline std::vector<uint32_t> DenseGradBits(const Problem& p, const UpdateBuffers& b) {
+  hls::Mode md{};
+  hls::DecodeMode(p.launch.mode, &md);
+  const uint32_t n = p.spec.n;
+  std::vector<uint32_t> g(n, 0u);
+  auto widen = [&](const AlignedBuffer& buf, uint64_t i) -> uint32_t {
+    if (md.grad == DType::kFp32) return buf.as<uint32_t>()[i];
+    const uint16_t h = buf.as<uint16_t>()[i];
+    return md.grad == DType::kFp16 ? hls::F16ToF32(h) : hls::Bf16ToF32(h);
+  };
+  if (!md.sparse) {
+    for (uint32_t i = 0; i < n; ++i) g[i] = widen(b.grad, i);
+    return g;
+  }
+  const uint32_t* blk = b.sp_blk.as<uint32_t>();
+  const uint16_t* idx = b.sp_idx.as<uint16_t>();
+  const uint32_t nb = (n + 65535u) / 65536u;
+  for (uint32_t blkno = 0; blkno < nb; ++blkno) {
+    for (uint32_t k = blk[blkno]; k < blk[blkno + 1]; ++k) g[blkno * 65536u + idx[k]] = widen(b.grad, k);
+  }
+  return g;
+}
+
+/// Applies one step to `b` in textbook form. Returns nothing; `b` must be a valid launch.
+inline void ReferenceUpdate(const Problem& p, UpdateBuffers& b) {
+  hls::Mode md{};
+  hls::DecodeMode(p.launch.mode, &md);
+  const hls::Scalars& s = p.launch.scalars;
+  const hls::Fp32 f(md.ftz);
+  using hls::U2F;
+  using hls::F2U;
+  const float unscale = U2F(s.unscale), lr = U2F(s.lr), b1 = U2F(s.beta1), omb1 = U2F(s.omb1),
+              b2 = U2F(s.beta2), omb2 = U2F(s.omb2), eps = U2F(s.eps), wd = U2F(s.wd),
+              c1 = U2F(s.c1), c2 = U2F(s.c2);
+  const std::vector<uint32_t> gbits = DenseGradBits(p, b);
+  float* th = b.theta.as<float>();
+  float* m = b.m.as<float>();
+  float* v = b.v.as<float>();
+  for (uint32_t i = 0; i < p.spec.n; ++i) {
+    float g = f.Mul(U2F(gbits[i]), unscale);
+    switch (md.opt) {
+      case Optimizer::kAdamW:
+      case Optimizer::kAdam: {
+        if (md.l2) g = f.Add(g, f.Mul(wd, th[i]));
+        m[i] = f.Add(f.Mul(b1, m[i]), f.Mul(omb1, g));
+        v[i] = f.Add(f.Mul(b2, v[i]), f.Mul(omb2, f.Mul(g, g)));
+        const float den = f.Add(f.Mul(f.Sqrt(v[i]), c2), eps);
+        const float upd = f.Mul(lr, f.Div(m[i], den));
+        th[i] = md.opt == Optimizer::kAdamW ? f.Sub(f.Mul(th[i], c1), upd) : f.Sub(th[i], upd);
+        break;
+      }
+      case Optimizer::kSgd: {
+        if (md.l2) g = f.Add(g, f.Mul(wd, th[i]));
+        if (md.momentum) {
+          m[i] = md.first ? g : f.Add(f.Mul(b1, m[i]), f.Mul(omb1, g));
+          g = md.nesterov ? f.Add(g, f.Mul(b1, m[i])) : m[i];
+        }
+        th[i] = f.Sub(th[i], f.Mul(lr, g));
+        break;
+      }
+      case Optimizer::kAdagrad: {
+        if (md.l2) g = f.Add(g, f.Mul(wd, th[i]));
+        v[i] = f.Add(v[i], f.Mul(g, g));
+        th[i] = f.Sub(th[i], f.Mul(lr, f.Div(g, f.Add(f.Sqrt(v[i]), eps))));
+        break;
+      }
+      case Optimizer::kLion: {
+        const float c = f.Add(f.Mul(b1, m[i]), f.Mul(omb1, g));
+        th[i] = f.Sub(f.Mul(th[i], c1), f.Mul(lr, f.Sign(c)));
+        m[i] = f.Add(f.Mul(b2, m[i]), f.Mul(omb2, g));
+        break;
+      }
+    }
+    if (md.out == DType::kFp16) b.out16.as<uint16_t>()[i] = hls::F32ToF16(F2U(th[i]));
+    if (md.out == DType::kBf16) b.out16.as<uint16_t>()[i] = hls::F32ToBf16(F2U(th[i]));
+  }
+  uint32_t* st = b.status.as<uint32_t>();
+  std::memset(st, 0, hls::kWordBytes);
+  st[hls::kStatusElems] = p.spec.n;
+  st[hls::kStatusNnz] = md.sparse ? p.nnz : 0u;
+  st[hls::kStatusMagic] = hls::kStatusMagicValue;
+}
+
+}  // namespace csdkit::testing
+
+#endif  // CSDKIT_TESTS_REFERENCE_H_

@@ -1,0 +1,119 @@
+#include "test_util.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "csdkit/hls/sparse.h"
+
+namespace csdkit::testing {
+
+namespace {
+
+uint64_t Mix(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+const uint32_t kSpecial32[] = {
+    0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xffa5a5a5u, 0x7fffffffu,  // NaNs (quiet, signalling)
+    0x7f800000u, 0xff800000u,                                        // infinities
+    0x00000000u, 0x80000000u,                                        // zeros
+    0x00000001u, 0x807fffffu, 0x00400000u, 0x80000123u,              // subnormals
+    0x00800000u, 0x80800001u,                                        // smallest normals
+    0x7f7fffffu, 0xff7fffffu, 0x7e967699u,                           // huge
+    0x3f800000u, 0xbf800001u, 0x2b8cbccc,                            // ordinary
+};
+const uint16_t kSpecial16[] = {
+    0x7e00u, 0xfe00u, 0x7c01u, 0x7d55u,  // NaNs
+    0x7c00u, 0xfc00u,                    // infinities
+    0x0000u, 0x8000u,                    // zeros
+    0x0001u, 0x83ffu, 0x0200u,           // subnormal halves
+    0x0400u, 0x7bffu, 0xfbffu,           // smallest normal, max
+    0x3c00u, 0xbc01u,
+};
+const uint16_t kSpecialBf16[] = {
+    0x7fc0u, 0xffc0u, 0x7f81u, 0xffa5u,  // NaNs
+    0x7f80u, 0xff80u, 0x0000u, 0x8000u,  // infinities, zeros
+    0x0001u, 0x807fu,                    // subnormals
+    0x0080u, 0x7f7fu, 0xff7fu, 0x3f80u, 0xbf81u,
+};
+
+template <typename T, size_t N>
+T Pick(const T (&a)[N], uint64_t r) {
+  return a[r % N];
+}
+
+}  // namespace
+
+void InjectSpecials(Problem& p, double fraction, uint64_t seed) {
+  uint64_t s = seed * 0x51ed27u + 17u;
+  const uint64_t thresh = static_cast<uint64_t>(fraction * 18446744073709551615.0);
+  uint32_t* th = p.buf.theta.as<uint32_t>();
+  uint32_t* m = p.buf.m.as<uint32_t>();
+  uint32_t* v = p.buf.v.as<uint32_t>();
+  for (uint32_t i = 0; i < p.spec.n; ++i) {
+    if (Mix(s) < thresh) th[i] = Pick(kSpecial32, Mix(s));
+    if (Mix(s) < thresh) m[i] = Pick(kSpecial32, Mix(s));
+    if (Mix(s) < thresh) v[i] = Pick(kSpecial32, Mix(s));
+  }
+  const uint64_t ng = p.spec.grad.sparse ? p.nnz : p.spec.n;
+  for (uint64_t k = 0; k < ng; ++k) {
+    if (Mix(s) >= thresh) continue;
+    switch (p.spec.grad.grad) {
+      case DType::kFp32: p.buf.grad.as<uint32_t>()[k] = Pick(kSpecial32, Mix(s)); break;
+      case DType::kFp16: p.buf.grad.as<uint16_t>()[k] = Pick(kSpecial16, Mix(s)); break;
+      case DType::kBf16: p.buf.grad.as<uint16_t>()[k] = Pick(kSpecialBf16, Mix(s)); break;
+    }
+  }
+}
+
+std::string CompareBuffers(const char* name, const AlignedBuffer& exp, const AlignedBuffer& act,
+                           unsigned elem_bytes, const std::string& context) {
+  if (exp.size() != act.size()) {
+    return std::string(name) + ": buffer sizes differ (" + std::to_string(exp.size()) + " vs " +
+           std::to_string(act.size()) + ")";
+  }
+  if (exp.SameBytes(act)) return "";
+  std::ostringstream os;
+  os << name << " mismatch (" << context << ")\n";
+  const uint64_t count = exp.size() / elem_bytes;
+  int shown = 0, total = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint32_t e = 0, a = 0;
+    std::memcpy(&e, exp.data() + i * elem_bytes, elem_bytes);
+    std::memcpy(&a, act.data() + i * elem_bytes, elem_bytes);
+    if (e == a) continue;
+    ++total;
+    if (shown < 8) {
+      char b[96];
+      std::snprintf(b, sizeof b, "  [%llu] EXP=0x%0*x GOT=0x%0*x\n",
+                    static_cast<unsigned long long>(i), elem_bytes * 2, e, elem_bytes * 2, a);
+      os << b;
+      ++shown;
+    }
+  }
+  os << "  " << total << " mismatching elements";
+  return os.str();
+}
+
+std::string DescribeInputs(const Problem& p, const UpdateBuffers& in, uint64_t i) {
+  char b[160];
+  const uint32_t* th = in.theta.as<uint32_t>();
+  const uint32_t* m = in.m.as<uint32_t>();
+  const uint32_t* v = in.v.as<uint32_t>();
+  std::snprintf(b, sizeof b, "in[%llu]: theta=0x%08x m=0x%08x v=0x%08x",
+                static_cast<unsigned long long>(i), th[i], m[i], v[i]);
+  std::string s = b;
+  if (!p.spec.grad.sparse && i < p.spec.n) {
+    if (p.spec.grad.grad == DType::kFp32)
+      std::snprintf(b, sizeof b, " g=0x%08x", in.grad.as<uint32_t>()[i]);
+    else
+      std::snprintf(b, sizeof b, " g=0x%04x", in.grad.as<uint16_t>()[i]);
+    s += b;
+  }
+  return s;
+}
+
+}  // namespace csdkit::testing
