@@ -5,8 +5,10 @@ target_link_libraries(csdkit_test_util PUBLIC csdkit_host)
 target_include_directories(csdkit_test_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(csdkit_test_util PRIVATE ${CSDKIT_MODEL_FLAGS} -O2)
 
-foreach(t kernel_test)
+foreach(t kernel_test sparse_test rules_test args_table_test)
   csdkit_test(${t})
   target_link_libraries(${t} PRIVATE csdkit_test_util)
   gtest_discover_tests(${t} PROPERTIES LABELS quick DISCOVERY_TIMEOUT 60)
 endforeach()
+target_compile_definitions(args_table_test PRIVATE
+  CSDKIT_KERNEL_SOURCE="${PROJECT_SOURCE_DIR}/hls/kernels/csd_update.cpp")

@@ -118,26 +118,43 @@ std::string DescribeKernelError(uint32_t bits, uint32_t pos) {
 }
 
 std::string CheckSparse(const SparseGrad& s) {
+  std::ostringstream os;
+  os << "sparse stream (n = " << s.n << ", nnz = " << s.nnz << "): ";
+  if (s.nnz > s.n) {
+    os << "expected at most n entries, found nnz = " << s.nnz;
+    return os.str();
+  }
   const uint32_t nb = hls::NumBlocks(s.n);
-  if (s.blk.size() < (static_cast<uint64_t>(nb) + 1) * 4 ||
-      s.idx.size() < static_cast<uint64_t>(s.nnz) * 2 ||
-      s.val.size() < static_cast<uint64_t>(s.nnz) * DTypeBytes(s.dtype)) {
-    return "sparse stream: buffers smaller than n = " + std::to_string(s.n) +
-           " and nnz = " + std::to_string(s.nnz) + " require";
+  const uint64_t need_blk = (static_cast<uint64_t>(nb) + 1) * 4;
+  const uint64_t need_idx = static_cast<uint64_t>(s.nnz) * 2;
+  const uint64_t need_val = static_cast<uint64_t>(s.nnz) * DTypeBytes(s.dtype);
+  if (s.blk.size() < need_blk || s.idx.size() < need_idx || s.val.size() < need_val) {
+    os << "expected buffers of at least " << need_blk << " (block table), " << need_idx
+       << " (indices) and " << need_val << " (values) bytes, found " << s.blk.size() << ", "
+       << s.idx.size() << " and " << s.val.size();
+    return os.str();
   }
   uint32_t pos = 0;
   const uint32_t err = hls::ValidateSparse(s.blk.words(), s.idx.words(), s.n, s.nnz, &pos);
   if (err == 0) return "";
-  std::ostringstream os;
-  os << "sparse stream (n = " << s.n << ", nnz = " << s.nnz << "): " << DescribeKernelError(err, pos);
   const uint32_t* blk = s.blk.as<uint32_t>();
   const uint16_t* idx = s.idx.as<uint16_t>();
+  os << DescribeKernelError(err, pos) << "; ";
   if (err & (hls::kErrBlkTable | hls::kErrCount)) {
-    if (err & hls::kErrCount && s.nnz > s.n) os << "; found nnz = " << s.nnz << " > n";
-    else os << "; found blk[" << pos << "] = " << blk[pos] << (pos ? ", blk[" + std::to_string(pos - 1) + "] = " + std::to_string(blk[pos - 1]) : "");
+    os << "found blk[" << pos << "] = " << blk[pos];
+    if (pos > 0) os << " after blk[" << pos - 1 << "] = " << blk[pos - 1];
+    if (pos == nb) os << " (nnz = " << s.nnz << ")";
   } else {
-    os << "; found offset " << idx[pos];
-    if (pos > 0) os << " after " << idx[pos - 1];
+    // Locate the entry's block to state its size.
+    uint32_t b = 0;
+    while (b + 1 < nb && blk[b + 1] <= pos) ++b;
+    if (err & hls::kErrOutOfRange) {
+      os << "expected an offset below " << hls::BlockSize(s.n, b) << " (size of block " << b
+         << "), found " << idx[pos];
+    } else {
+      os << "expected an offset above " << idx[pos - 1] << " (entry " << pos - 1 << ", block " << b
+         << "), found " << idx[pos];
+    }
   }
   return os.str();
 }
