@@ -12,3 +12,9 @@ foreach(t kernel_test sparse_test rules_test args_table_test)
 endforeach()
 target_compile_definitions(args_table_test PRIVATE
   CSDKIT_KERNEL_SOURCE="${PROJECT_SOURCE_DIR}/hls/kernels/csd_update.cpp")
+
+add_test(NAME args_table_doc
+         COMMAND ${CMAKE_COMMAND} -DCSDKIT=$<TARGET_FILE:csdkit>
+                 -DDOC=${PROJECT_SOURCE_DIR}/docs/kernel-interface.md
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/args_doc_check.cmake)
+set_tests_properties(args_table_doc PROPERTIES LABELS quick)

@@ -1,0 +1,12 @@
+# ctest script: the register map block in docs/kernel-interface.md equals `csdkit kernel --args`.
+execute_process(COMMAND ${CSDKIT} kernel --args OUTPUT_VARIABLE live RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "csdkit kernel --args failed (${rc})")
+endif()
+file(READ ${DOC} doc)
+string(REGEX MATCH "<!-- BEGIN csdkit kernel --args -->\n```\n(.*)\n```\n<!-- END" m "${doc}")
+set(documented "${CMAKE_MATCH_1}\n")
+if(NOT documented STREQUAL live)
+  message(FATAL_ERROR "docs/kernel-interface.md register map is stale.\nEXP (csdkit kernel --args):\n${live}\nGOT (doc):\n${documented}\nRegenerate the block from `csdkit kernel --args`.")
+endif()
+message(STATUS "register map in the docs matches the argument table")
