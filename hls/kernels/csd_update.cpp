@@ -54,47 +54,109 @@ using TableTypes = TypeList<CSDKIT_UPDATE_ARGS(CSDKIT_ARG_TYPE) void>;
 static_assert(std::is_same<ParamsOf<decltype(csd_update)>::type, TableTypes>::value,
               "csd_update's signature disagrees with the argument table (update_args.h)");
 
+/// Burst-loads `words` state words into a tile array.
+CSDKIT_NOINLINE void LoadWords(const Word* src, uint32_t words, uint32_t* __restrict dst) {
+LOAD_WORDS:
+  for (uint32_t w = 0; w < words; ++w) {
+#pragma HLS PIPELINE II = 1
+    const Word x = src[w];
+    for (unsigned l = 0; l < hk::kLanes; ++l) {
+#pragma HLS UNROLL
+      dst[w * hk::kLanes + l] = x[l];
+    }
+  }
+}
+
+/// Burst-stores `words` state words from a tile array.
+CSDKIT_NOINLINE void StoreWords(const uint32_t* __restrict src, uint32_t words, Word* dst) {
+STORE_WORDS:
+  for (uint32_t w = 0; w < words; ++w) {
+#pragma HLS PIPELINE II = 1
+    Word x;
+    for (unsigned l = 0; l < hk::kLanes; ++l) {
+#pragma HLS UNROLL
+      x[l] = src[w * hk::kLanes + l];
+    }
+    dst[w] = x;
+  }
+}
+
+/// Loads `hwords` words of fp16 (f16) or bf16 gradient and widens them exactly to binary32.
+template <bool kF16>
+CSDKIT_NOINLINE void LoadHalves(const Word* src, uint32_t hwords, uint32_t* __restrict dst) {
+LOAD_GRAD16:
+  for (uint32_t w = 0; w < hwords; ++w) {
+#pragma HLS PIPELINE II = 1
+    const Word x = src[w];
+    for (unsigned l = 0; l < hk::kLanes; ++l) {
+#pragma HLS UNROLL
+      const uint32_t pair = x[l];
+      const uint16_t lo = static_cast<uint16_t>(pair), hi = static_cast<uint16_t>(pair >> 16);
+      dst[w * hk::kHalfLanes + 2 * l] = kF16 ? hk::F16ToF32(lo) : hk::Bf16ToF32(lo);
+      dst[w * hk::kHalfLanes + 2 * l + 1] = kF16 ? hk::F16ToF32(hi) : hk::Bf16ToF32(hi);
+    }
+  }
+}
+
+/// Narrows the first `len` updated weights to fp16 (kF16) or bf16 and stores `hwords` words;
+/// lanes past `len` are zero.
+template <bool kF16>
+CSDKIT_NOINLINE void StoreHalves(const uint32_t* __restrict th, uint32_t len, uint32_t hwords, Word* dst) {
+STORE_OUT:
+  for (uint32_t w = 0; w < hwords; ++w) {
+#pragma HLS PIPELINE II = 1
+    uint32_t h[hk::kHalfLanes];
+  NARROW:
+    for (unsigned j = 0; j < hk::kHalfLanes; ++j) {
+#pragma HLS UNROLL
+      const uint32_t x = th[w * hk::kHalfLanes + j];
+      h[j] = kF16 ? hk::F32ToF16(x) : hk::F32ToBf16(x);
+    }
+    Word x;
+  PACK:
+    for (unsigned l = 0; l < hk::kLanes; ++l) {
+#pragma HLS UNROLL
+      const uint32_t i = w * hk::kHalfLanes + 2 * l;
+      x[l] = (i < len ? h[2 * l] : 0u) | ((i + 1 < len ? h[2 * l + 1] : 0u) << 16);
+    }
+    dst[w] = x;
+  }
+}
+
 /// The compute loop over elements [0, len) of a tile; see ComputeTile.
 template <typename FtzT>
-void ComputeLoop(const hk::RuleCtl& c, FtzT ftz, uint32_t out_f16, uint32_t len,
-                 uint32_t* __restrict th, uint32_t* __restrict mm, uint32_t* __restrict vv,
-                 const uint32_t* __restrict gb, uint16_t* __restrict lo) {
+void ComputeLoop(const hk::RuleCtl& c, FtzT ftz, uint32_t len, uint32_t* __restrict th,
+                 uint32_t* __restrict mm, uint32_t* __restrict vv,
+                 const uint32_t* __restrict gb) {
 COMPUTE:
   for (uint32_t i = 0; i < len; ++i) {
 #pragma HLS PIPELINE II = 1
 #pragma HLS UNROLL factor = 16
     const hk::ElemOut o = hk::UpdateElement(c, ftz, hk::U2F(th[i]), hk::U2F(mm[i]),
                                             hk::U2F(vv[i]), hk::U2F(gb[i]));
-    const uint32_t tn = hk::F2U(o.theta);
-    th[i] = tn;
+    th[i] = hk::F2U(o.theta);
     mm[i] = hk::F2U(o.m);
     vv[i] = hk::F2U(o.v);
-    lo[i] = static_cast<uint16_t>((static_cast<uint32_t>(hk::F32ToF16(tn)) & out_f16) |
-                                  (static_cast<uint32_t>(hk::F32ToBf16(tn)) & ~out_f16));
   }
 }
 
-/// The compute stage of one tile: elements [0, len) are updated and get their low-precision
-/// copy; state lanes past len are left as loaded (written back unchanged) and copy lanes up to
-/// `count16` (the tile's whole 16-bit words) are zero.
-CSDKIT_NOINLINE void ComputeTile(const hk::RuleCtl& ctl, uint32_t out_f16, uint32_t len,
-                                 uint32_t count16, uint32_t* __restrict th,
+/// The compute stage of one tile: elements [0, len) are updated; state lanes past len are left
+/// as loaded (and so written back unchanged).
+CSDKIT_NOINLINE void ComputeTile(const hk::RuleCtl& ctl, uint32_t len, uint32_t* __restrict th,
                                  uint32_t* __restrict mm, uint32_t* __restrict vv,
-                                 const uint32_t* __restrict gb, uint16_t* __restrict lo) {
+                                 const uint32_t* __restrict gb) {
   const hk::RuleCtl c = ctl;
 #ifdef __SYNTHESIS__
   // One datapath; the policy is a run-time select inside each operation.
-  ComputeLoop(c, c.ftz, out_f16, len, th, mm, vv, gb, lo);
+  ComputeLoop(c, c.ftz, len, th, mm, vv, gb);
 #else
   // Host model: the same loop instantiated per policy, so the compiler folds the unused one.
   if (c.ftz) {
-    ComputeLoop(c, std::true_type(), out_f16, len, th, mm, vv, gb, lo);
+    ComputeLoop(c, std::true_type(), len, th, mm, vv, gb);
   } else {
-    ComputeLoop(c, std::false_type(), out_f16, len, th, mm, vv, gb, lo);
+    ComputeLoop(c, std::false_type(), len, th, mm, vv, gb);
   }
 #endif
-PAD_OUT:
-  for (uint32_t i = len; i < count16; ++i) lo[i] = 0;
 }
 
 }  // namespace
@@ -146,17 +208,20 @@ extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, cons
     const hk::RuleCtl ctl = hk::MakeRuleCtl(md, sc);
     const bool use_m = hk::UsesM(md);
     const bool use_v = hk::UsesV(md);
-    const bool has_out = md.out != hk::DType::kFp32;
-    const uint32_t out_f16 = hk::Mask(md.out == hk::DType::kFp16);
     uint32_t k = 0;  // next sparse entry
 
     uint32_t th[kTile], mm[kTile], vv[kTile], gb[kTile];
-    uint16_t lo[kTile];
 #pragma HLS ARRAY_PARTITION variable = th cyclic factor = 16
 #pragma HLS ARRAY_PARTITION variable = mm cyclic factor = 16
 #pragma HLS ARRAY_PARTITION variable = vv cyclic factor = 16
-#pragma HLS ARRAY_PARTITION variable = gb cyclic factor = 16
-#pragma HLS ARRAY_PARTITION variable = lo cyclic factor = 32
+#pragma HLS ARRAY_PARTITION variable = gb cyclic factor = 32
+    // State an optimizer does not have is never loaded; give its tile array a defined value.
+  CLEAR_UNUSED:
+    for (uint32_t i = 0; i < kTile; ++i) {
+#pragma HLS UNROLL factor = 16
+      if (!use_m) mm[i] = 0u;
+      if (!use_v) vv[i] = 0u;
+    }
 
   TILES:
     for (uint32_t base = 0; base < n; base += kTile) {
@@ -166,81 +231,35 @@ extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, cons
       const uint32_t w0 = base / hk::kLanes;
       const uint32_t h0 = base / hk::kHalfLanes;
 
-    LOAD_STATE:
-      for (uint32_t w = 0; w < words; ++w) {
-#pragma HLS PIPELINE II = 1
-        const Word tw = theta[w0 + w];
-        Word mw, vw;
-        for (unsigned l = 0; l < hk::kLanes; ++l) mw[l] = vw[l] = 0u;
-        if (use_m) mw = m[w0 + w];
-        if (use_v) vw = v[w0 + w];
-        for (unsigned l = 0; l < hk::kLanes; ++l) {
-#pragma HLS UNROLL
-          th[w * hk::kLanes + l] = tw[l];
-          mm[w * hk::kLanes + l] = mw[l];
-          vv[w * hk::kLanes + l] = vw[l];
-        }
-      }
+      // Load: each array streams over its own bundle. Unused state is never read (its tile
+      // array is don't-care input to selects that ignore it).
+      LoadWords(theta + w0, words, th);
+    PAD_TAIL:  // the copy's last word may reach past the last state word: define those lanes
+      for (uint32_t i = words * hk::kLanes; i < hwords * hk::kHalfLanes; ++i) th[i] = 0u;
+      if (use_m) LoadWords(m + w0, words, mm);
+      if (use_v) LoadWords(v + w0, words, vv);
 
       if (md.sparse) {
         // Lanes past the block's end never match an entry (validated offsets < block size).
         const uint32_t blk_end = hk::BlkAt(sp_blk, (base >> hk::kBlockBits) + 1u);
-        hk::MergeDecode(sp_idx, grad, md.grad, base & (hk::kBlockElems - 1u),
-                        words * hk::kLanes, blk_end, &k, gb);
+        hk::MergeDecode(sp_idx, grad, md.grad, base & (hk::kBlockElems - 1u), len, blk_end, &k,
+                        gb);
       } else if (md.grad == hk::DType::kFp32) {
-      LOAD_GRAD32:
-        for (uint32_t w = 0; w < words; ++w) {
-#pragma HLS PIPELINE II = 1
-          const Word gw = grad[w0 + w];
-          for (unsigned l = 0; l < hk::kLanes; ++l) {
-#pragma HLS UNROLL
-            gb[w * hk::kLanes + l] = gw[l];
-          }
-        }
+        LoadWords(grad + w0, words, gb);
+      } else if (md.grad == hk::DType::kFp16) {
+        LoadHalves<true>(grad + h0, hwords, gb);
       } else {
-        const bool f16 = md.grad == hk::DType::kFp16;
-      LOAD_GRAD16:
-        for (uint32_t w = 0; w < hwords; ++w) {
-#pragma HLS PIPELINE II = 1
-          const Word gw = grad[h0 + w];
-          for (unsigned j = 0; j < hk::kHalfLanes; ++j) {
-#pragma HLS UNROLL
-            const uint16_t h = hk::GetHalf(gw, j);
-            gb[w * hk::kHalfLanes + j] = f16 ? hk::F16ToF32(h) : hk::Bf16ToF32(h);
-          }
-        }
+        LoadHalves<false>(grad + h0, hwords, gb);
       }
 
-      ComputeTile(ctl, out_f16, len, hwords * hk::kHalfLanes, th, mm, vv, gb, lo);
+      ComputeTile(ctl, len, th, mm, vv, gb);
 
-    STORE_STATE:
-      for (uint32_t w = 0; w < words; ++w) {
-#pragma HLS PIPELINE II = 1
-        Word tw, mw, vw;
-        for (unsigned l = 0; l < hk::kLanes; ++l) {
-#pragma HLS UNROLL
-          tw[l] = th[w * hk::kLanes + l];
-          mw[l] = mm[w * hk::kLanes + l];
-          vw[l] = vv[w * hk::kLanes + l];
-        }
-        theta[w0 + w] = tw;
-        if (use_m) m[w0 + w] = mw;
-        if (use_v) v[w0 + w] = vw;
-      }
-
-      if (has_out) {
-      STORE_OUT:
-        for (uint32_t w = 0; w < hwords; ++w) {
-#pragma HLS PIPELINE II = 1
-          Word ow;
-          for (unsigned j = 0; j < hk::kHalfLanes; j += 2) {
-#pragma HLS UNROLL
-            ow[j >> 1] = static_cast<uint32_t>(lo[w * hk::kHalfLanes + j]) |
-                         (static_cast<uint32_t>(lo[w * hk::kHalfLanes + j + 1]) << 16);
-          }
-          out16[h0 + w] = ow;
-        }
-      }
+      // Store: state first, then the low-precision copy.
+      StoreWords(th, words, theta + w0);
+      if (use_m) StoreWords(mm, words, m + w0);
+      if (use_v) StoreWords(vv, words, v + w0);
+      if (md.out == hk::DType::kFp16) StoreHalves<true>(th, len, hwords, out16 + h0);
+      if (md.out == hk::DType::kBf16) StoreHalves<false>(th, len, hwords, out16 + h0);
     }
   }
 

@@ -42,9 +42,18 @@ inline float Flush(bool ftz, float x) {
 
 /// The binary32 operations of the contract. `ftz` selects the FTZ/DAZ policy; it is a run-time
 /// value so that one datapath (and one HLS kernel) serves both policies.
-class Fp32 {
+///
+/// kCanonEach = true (the `Fp32` alias) canonicalises every NaN result, as the contract states
+/// each operation. kCanonEach = false (`Fp32Lazy`) leaves NaN payloads to the host instruction;
+/// it is for datapaths that canonicalise their outputs instead. The two give identical bits at
+/// such outputs, because no operation here lets a NaN payload influence anything but another
+/// NaN: +, -, *, /, sqrt return NaN for any NaN operand, Sign tests NaN-ness by magnitude, the
+/// policy flush leaves NaNs alone and selects only route values. (tests/kernel_test.cpp checks
+/// the equivalence with NaN payloads injected.)
+template <bool kCanonEach>
+class Fp32T {
  public:
-  explicit Fp32(bool ftz) : daz_mask_(ftz ? kManMask : 0u) {}
+  explicit Fp32T(bool ftz) : daz_mask_(ftz ? kManMask : 0u) {}
 
   bool ftz() const { return daz_mask_ != 0u; }
 
@@ -74,10 +83,13 @@ class Fp32 {
     const uint32_t u = F2U(x);
     return U2F(u & ~((u & kExpMask) == 0u ? daz_mask_ : 0u));
   }
-  float Out(float x) const { return In(Canon(x)); }
+  float Out(float x) const { return In(kCanonEach ? Canon(x) : x); }
 
   uint32_t daz_mask_;
 };
+
+using Fp32 = Fp32T<true>;
+using Fp32Lazy = Fp32T<false>;
 
 }  // namespace hls
 }  // namespace csdkit

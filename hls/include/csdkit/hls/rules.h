@@ -113,8 +113,9 @@ template <typename FtzT>
 inline ElemOut UpdateElement(const RuleCtl& c, FtzT ftz, float theta, float m, float v,
                              float g_in) {
   // Every operation is evaluated unconditionally and the graph's choices are selects, as in the
-  // hardware datapath (this also lets the host compiler vectorise the loop around it).
-  const Fp32 f(static_cast<bool>(ftz));
+  // hardware datapath (this also lets the host compiler vectorise the loop around it). NaNs are
+  // canonicalised once, at the three outputs (see Fp32T for why that equals per-operation).
+  const Fp32Lazy f(static_cast<bool>(ftz));
   const float g1 = f.Mul(g_in, c.unscale);                                        // (1)
   const float g2 = f.Add(g1, f.Mul(c.wd, theta));
   const float g = Sel(c.l2, g2, g1);                                              // (2)
@@ -127,9 +128,9 @@ inline ElemOut UpdateElement(const RuleCtl& c, FtzT ftz, float theta, float m, f
   const float u_sgd = Sel(c.nesterov, f.Add(g, f.Mul(c.beta1, mom)), mom);
   const float u = Sel(c.use_q, q, Sel(c.sgd, u_sgd, f.Sign(mom)));                // (8)
   ElemOut o;
-  o.theta = f.Sub(f.Mul(theta, c.c1), f.Mul(c.lr, u));                            // (9)
-  o.m = Sel(c.lion, acc, mom);                                                    // (10)
-  o.v = acc;
+  o.theta = Canon(f.Sub(f.Mul(theta, c.c1), f.Mul(c.lr, u)));                     // (9)
+  o.m = Canon(Sel(c.lion, acc, mom));                                             // (10)
+  o.v = Canon(acc);
   return o;
 }
 
