@@ -28,24 +28,22 @@ inline uint16_t F32ToF16(uint32_t u) {
   const uint32_t nan_h = 0x7e00u | ((a >> 13) & 0x03ffu);
 
   // Normal half range [2^-14, 65520): rebias the exponent (127 -> 15, i.e. subtract 112 << 23)
-  // and round the 13 dropped mantissa bits to nearest even. A carry out of the mantissa moves
-  // into the exponent, which is the correctly rounded result (65504 is the largest reachable).
+  // and round the 13 dropped mantissa bits to nearest even by adding 0xfff plus the lowest
+  // kept bit. A carry out of the mantissa moves into the exponent, which is the correctly
+  // rounded result (65504 is the largest reachable below the overflow threshold).
   const uint32_t t = a - 0x38000000u;
   const uint32_t norm_h = (t + 0x0fffu + ((t >> 13) & 1u)) >> 13;
 
   // Subnormal half range (0, 2^-14): the result counts units of 2^-24. With the implicit bit
-  // restored, value = mant * 2^(e - 150), so units = mant >> (126 - e) before rounding. Shifts
-  // of 25 or more always give zero (mant < 2^24, at most half a unit); clamp to 31 to keep the
-  // shift defined. A round-up to 0x400 yields the smallest normal half, correctly encoded.
+  // restored, value = mant * 2^(e - 150), so units = mant >> (126 - e), rounded to nearest even
+  // with the same add-and-shift as above. Shifts of 25 or more always give zero (mant < 2^24
+  // is then at most a quarter unit); clamping to 25 keeps the shift defined. A round-up to 0x400
+  // yields the smallest normal half, correctly encoded.
   const uint32_t e = a >> 23;
   const uint32_t mant = (a & kManMask) | 0x00800000u;
-  const uint32_t sh_raw = 126u - e;  // e <= 112 here, so 14..126
-  const uint32_t sh = sh_raw > 31u ? 31u : sh_raw;
-  const uint32_t q = mant >> sh;
-  const uint32_t rem = mant & ((1u << sh) - 1u);
-  const uint32_t half = 1u << (sh - 1u);
-  const uint32_t up = (rem > half ? 1u : 0u) | (rem == half ? (q & 1u) : 0u);
-  const uint32_t sub_h = q + up;
+  const uint32_t sh_raw = 126u - e;  // e <= 112 on this path, so 14..126
+  const uint32_t sh = sh_raw > 25u ? 25u : sh_raw;
+  const uint32_t sub_h = (mant + ((1u << (sh - 1u)) - 1u) + ((mant >> sh) & 1u)) >> sh;
 
   uint32_t h;
   if (a > kExpMask) {
@@ -68,19 +66,39 @@ inline uint32_t F16ToF32(uint16_t hv) {
   const uint32_t e = (h >> 10) & 0x1fu;
   const uint32_t m = h & 0x03ffu;
 
-  // Subnormal half m * 2^-24: p = index of the leading one (0..9), computed by comparisons so it
-  // stays integer-only and branch-free; the value is 2^(p-24) * (1 + fraction).
-  const uint32_t p = (m >= 2u) + (m >= 4u) + (m >= 8u) + (m >= 16u) + (m >= 32u) + (m >= 64u) +
-                     (m >= 128u) + (m >= 256u) + (m >= 512u);
-  const uint32_t sub_u = ((p + 103u) << 23) | ((m << (23u - p)) & kManMask);
+  // Normal, infinity and NaN: mantissa in place, exponent rebiased (15 -> 127); an exponent of
+  // 31 becomes 255. NaNs get the quiet bit.
+  const uint32_t norm = ((e + 112u) << 23) | (m << 13);
+  const uint32_t special = kExpMask | (m << 13) | (m != 0u ? 0x00400000u : 0u);
+
+  // Subnormal half m * 2^-24 (m != 0): shift m left until its leading one reaches bit 10,
+  // by a branch-free binary search over the shift (5, 2, 1, 1: any of 1..10), then encode
+  // exponent 1 - s as for a normal half. The implicit bit (bit 10, at bit 23 after the << 13)
+  // is added into the exponent field, which is why the bias term is 111, not 112.
+  uint32_t x = m, s = 0;
+  const uint32_t s5 = x < 0x20u ? 5u : 0u;
+  x <<= s5;
+  s += s5;
+  const uint32_t s2 = x < 0x80u ? 2u : 0u;
+  x <<= s2;
+  s += s2;
+  const uint32_t s1a = x < 0x100u ? 1u : 0u;
+  x <<= s1a;
+  s += s1a;
+  const uint32_t s1b = x < 0x200u ? 1u : 0u;
+  x <<= s1b;
+  s += s1b;
+  x <<= 1;  // leading one from bit 9 to bit 10
+  s += 1;
+  const uint32_t sub = ((112u - s) << 23) + (x << 13);
 
   uint32_t r;
   if (e == 0x1fu) {
-    r = kExpMask | (m << 13) | (m != 0u ? 0x00400000u : 0u);
+    r = special;
   } else if (e == 0u) {
-    r = m == 0u ? 0u : sub_u;
+    r = m == 0u ? 0u : sub;
   } else {
-    r = ((e + 112u) << 23) | (m << 13);
+    r = norm;
   }
   return sign | r;
 }
