@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "bench.h"
@@ -87,10 +88,18 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
   out["reps"] = o.reps;
   out["hardware_threads"] = std::thread::hardware_concurrency();
 
-  // The bound: STREAM triad on arrays far larger than the caches, per thread count.
+  // The bound: STREAM triad with each array at least 4x the last-level cache (STREAM's own
+  // rule; this machine reports a large shared L3), capped at 1/8 of physical memory per array.
   json triad = json::object();
   std::vector<double> triad_bw(o.max_threads + 1, 0.0);
-  const uint64_t triad_n = std::max<uint64_t>(o.n / 2, 1u << 24);
+  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE) > 0 ? sysconf(_SC_LEVEL3_CACHE_SIZE)
+                                                       : sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const uint64_t phys = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                        static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t triad_n = std::max<uint64_t>(
+      1u << 24, std::min<uint64_t>(4ull * std::max(llc, 0L) / 8, phys / 8 / 8));
+  out["llc_bytes"] = llc;
+  out["stream_array_bytes"] = triad_n * 8;
   for (unsigned t = 1; t <= o.max_threads; ++t) {
     triad_bw[t] = StreamTriad(triad_n, t, o.reps + 2);
     triad[std::to_string(t)] = triad_bw[t] / 1e9;
@@ -137,6 +146,11 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
       for (auto& p : ps) elems += p->spec.n;
       const double eps = static_cast<double>(elems) / best;
       const double bpe = BytesPerElement(*ps[0]);
+      uint64_t working_set = 0;
+      for (auto& p : ps) {
+        working_set += p->buf.theta.size() + p->buf.m.size() + p->buf.v.size() +
+                       p->buf.grad.size() + p->buf.out16.size();
+      }
       const double bw = eps * bpe;
       json r{{"optimizer", OptimizerName(cfg.opt)},
              {"grad", DTypeName(cfg.grad)},
@@ -148,6 +162,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
              {"elements_per_second", eps},
              {"bytes_per_element", bpe},
              {"bandwidth_gbs", bw / 1e9},
+             {"buffer_bytes", working_set},
              {"fraction_of_triad", bw / triad_bw[t]}};
       if (o.progress) {
         std::fprintf(stderr, "  %-8s %s/%s topk=%g threads=%u: %.1f M el/s, %.1f%% of triad\n",

@@ -169,7 +169,7 @@ TEST(Fp16, F16ToF32AllInputsMatchF16c) {
   MismatchLog log;
   for (uint32_t h = 0; h < 0x10000u; ++h) {
     const uint32_t exp = RefF16ToF32(static_cast<uint16_t>(h));
-    const uint32_t got = F16ToF32(static_cast<uint16_t>(h));
+    const uint32_t got = F16ToF32Int(static_cast<uint16_t>(h));
     if (got != exp) log.Add(h, h, exp, got);
   }
   Report("F16ToF32 vs _cvtsh_ss", log, 4, 8);
@@ -185,7 +185,7 @@ TEST(Fp16, F16ToF32AllInputsMatchVectorF16c) {
     const __m256 v = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(in)));
     _mm256_store_si256(reinterpret_cast<__m256i*>(exp), _mm256_castps_si256(v));
     for (uint32_t i = 0; i < 8; ++i) {
-      const uint32_t got = F16ToF32(in[i]);
+      const uint32_t got = F16ToF32Int(in[i]);
       if (got != exp[i]) log.Add(base + i, in[i], exp[i], got);
     }
   }
@@ -199,10 +199,10 @@ TEST(Fp16, RoundTripIsExactAndNanIsQuieted) {
   for (uint32_t h = 0; h < 0x10000u; ++h) {
     const bool nan = (h & 0x7c00u) == 0x7c00u && (h & 0x03ffu) != 0u;
     const uint32_t exp = nan ? (h | 0x0200u) : h;
-    const uint32_t got = F32ToF16(F16ToF32(static_cast<uint16_t>(h)));
+    const uint32_t got = F32ToF16Int(F16ToF32Int(static_cast<uint16_t>(h)));
     if (got != exp) log.Add(h, h, exp, got);
   }
-  Report("F32ToF16(F16ToF32(h))", log, 4, 4);
+  Report("F32ToF16Int(F16ToF32Int(h))", log, 4, 4);
 }
 
 TEST(Fp16, F32ToF16StridedSweepMatchesF16c) {
@@ -210,7 +210,7 @@ TEST(Fp16, F32ToF16StridedSweepMatchesF16c) {
   for (uint64_t u = 0; u < (uint64_t{1} << 32); u += kStride) {
     const uint32_t in = static_cast<uint32_t>(u);
     const uint16_t exp = RefF32ToF16(in);
-    const uint16_t got = F32ToF16(in);
+    const uint16_t got = F32ToF16Int(in);
     if (got != exp) log.Add(u / kStride, in, exp, got);
   }
   Report("F32ToF16 strided (index = sample number)", log, 8, 4);
@@ -248,7 +248,7 @@ TEST(Fp16, F32ToF16RoundingBoundariesMatchF16c) {
   MismatchLog log;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const uint16_t exp = RefF32ToF16(inputs[i]);
-    const uint16_t got = F32ToF16(inputs[i]);
+    const uint16_t got = F32ToF16Int(inputs[i]);
     if (got != exp) log.Add(i, inputs[i], exp, got);
   }
   Report("F32ToF16 boundary", log, 8, 4);
@@ -288,7 +288,7 @@ TEST(Fp16, F32ToF16KnownVectors) {
       {0x7fffffffu, 0x7fffu},  // qNaN, all payload bits
   };
   for (const Case& c : cases) {
-    const uint16_t got = F32ToF16(c.in);
+    const uint16_t got = F32ToF16Int(c.in);
     EXPECT_EQ(got, c.out) << Format("F32ToF16 in=0x%08x exp=0x%04x got=0x%04x", c.in, c.out, got);
     const uint16_t ref = RefF32ToF16(c.in);
     EXPECT_EQ(ref, c.out) << Format(
@@ -296,6 +296,35 @@ TEST(Fp16, F32ToF16KnownVectors) {
         "f16c=0x%04x",
         c.in, c.out, ref);
   }
+}
+
+// F32ToF16/F16ToF32, what the kernels call, equal the integer code (which the tests above hold
+// to F16C): all 2^16 widenings and a 2^25-sample sweep of narrowings here, all 2^32 narrowings
+// under the exhaustive label.
+TEST(Fp16, DispatchEqualsIntegerCode) {
+  MismatchLog log;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint32_t exp = F16ToF32Int(static_cast<uint16_t>(h));
+    const uint32_t got = F16ToF32(static_cast<uint16_t>(h));
+    if (got != exp) log.Add(h, h, exp, got);
+  }
+  for (uint64_t x = 0; x < (uint64_t{1} << 32); x += 127) {
+    const uint32_t in = static_cast<uint32_t>(x);
+    const uint16_t exp = F32ToF16Int(in);
+    const uint16_t got = F32ToF16(in);
+    if (got != exp) log.Add(x, in, exp, got);
+  }
+  // The array form the kernel's store stage uses, on blocks of 8 strided inputs.
+  for (uint64_t x = 0; x < (uint64_t{1} << 32); x += 8 * 131) {
+    uint32_t in[8];
+    uint16_t got[8];
+    for (int j = 0; j < 8; ++j) in[j] = static_cast<uint32_t>(x + j * 131);
+    F32ToF16Array(in, got, 8);
+    for (int j = 0; j < 8; ++j)
+      if (got[j] != F32ToF16Int(in[j])) log.Add(x + j * 131, in[j], F32ToF16Int(in[j]), got[j]);
+  }
+  std::printf("fp16 dispatch: %s\n", kFp16UsesF16c ? "F16C instruction" : "integer code");
+  Report("F16ToF32/F32ToF16 dispatch vs integer code", log, 8, 8);
 }
 
 TEST(Bf16, Bf16ToF32AllInputsExact) {
@@ -427,7 +456,16 @@ TEST(Fp16Exhaustive, F32ToF16AllInputsMatchF16c) {
     alignas(32) uint16_t got[kBlock];
     for (uint64_t base = lo; base < hi; base += kBlock) {
       for (uint32_t i = 0; i < kBlock; ++i) in[i] = static_cast<uint32_t>(base) + i;
-      for (uint32_t i = 0; i < kBlock; ++i) got[i] = F32ToF16(in[i]);
+      for (uint32_t i = 0; i < kBlock; ++i) got[i] = F32ToF16Int(in[i]);
+      // The dispatching F32ToF16 and its array form (F16C in x86 host builds) must be the
+      // same function.
+      alignas(32) uint16_t arr[kBlock];
+      F32ToF16Array(in, arr, kBlock);
+      for (uint32_t i = 0; i < kBlock; ++i) {
+        const uint16_t d = F32ToF16(in[i]);
+        if (d != got[i]) out->Add(in[i], in[i], got[i], d);
+        if (arr[i] != got[i]) out->Add(in[i], in[i], got[i], arr[i]);
+      }
       for (uint32_t i = 0; i < kBlock; i += 8) {
         const __m256 v =
             _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(in + i)));

@@ -54,6 +54,18 @@ using TableTypes = TypeList<CSDKIT_UPDATE_ARGS(CSDKIT_ARG_TYPE) void>;
 static_assert(std::is_same<ParamsOf<decltype(csd_update)>::type, TableTypes>::value,
               "csd_update's signature disagrees with the argument table (update_args.h)");
 
+/// Host model only: asks the cache hierarchy for the next tile's words while this tile computes,
+/// so the model's load and compute phases overlap as the hardware's dataflow stages do. No
+/// effect on any value; not part of the HLS build.
+inline void PrefetchWords(const Word* p, uint32_t words) {
+#if !defined(__SYNTHESIS__) && defined(__GNUC__)
+  for (uint32_t w = 0; w < words; ++w) __builtin_prefetch(&p[w], 0, 3);
+#else
+  (void)p;
+  (void)words;
+#endif
+}
+
 /// Burst-loads `words` state words into a tile array.
 CSDKIT_NOINLINE void LoadWords(const Word* src, uint32_t words, uint32_t* __restrict dst) {
 LOAD_WORDS:
@@ -105,19 +117,23 @@ CSDKIT_NOINLINE void StoreHalves(const uint32_t* __restrict th, uint32_t len, ui
 STORE_OUT:
   for (uint32_t w = 0; w < hwords; ++w) {
 #pragma HLS PIPELINE II = 1
-    uint32_t h[hk::kHalfLanes];
-  NARROW:
-    for (unsigned j = 0; j < hk::kHalfLanes; ++j) {
+    uint16_t h[hk::kHalfLanes];
+    if (kF16) {
+      hk::F32ToF16Array(&th[w * hk::kHalfLanes], h, hk::kHalfLanes);
+    } else {
+    NARROW_BF16:
+      for (unsigned j = 0; j < hk::kHalfLanes; ++j) {
 #pragma HLS UNROLL
-      const uint32_t x = th[w * hk::kHalfLanes + j];
-      h[j] = kF16 ? hk::F32ToF16(x) : hk::F32ToBf16(x);
+        h[j] = hk::F32ToBf16(th[w * hk::kHalfLanes + j]);
+      }
     }
     Word x;
   PACK:
     for (unsigned l = 0; l < hk::kLanes; ++l) {
 #pragma HLS UNROLL
       const uint32_t i = w * hk::kHalfLanes + 2 * l;
-      x[l] = (i < len ? h[2 * l] : 0u) | ((i + 1 < len ? h[2 * l + 1] : 0u) << 16);
+      const uint32_t lo = h[2 * l], hi = h[2 * l + 1];
+      x[l] = (i < len ? lo : 0u) | ((i + 1 < len ? hi : 0u) << 16);
     }
     dst[w] = x;
   }
@@ -252,6 +268,17 @@ extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, cons
         LoadHalves<false>(grad + h0, hwords, gb);
       }
 
+      if (base + kTile < n) {
+        const uint32_t next = (n - base - kTile) < kTile ? (n - base - kTile) : kTile;
+        const uint32_t nw = (next + hk::kLanes - 1) / hk::kLanes;
+        PrefetchWords(theta + w0 + kTileWords, nw);
+        if (use_m) PrefetchWords(m + w0 + kTileWords, nw);
+        if (use_v) PrefetchWords(v + w0 + kTileWords, nw);
+        if (!md.sparse) {
+          PrefetchWords(grad + (md.grad == hk::DType::kFp32 ? w0 + kTileWords : h0 + kTile / 32),
+                        md.grad == hk::DType::kFp32 ? nw : (next + 31) / 32);
+        }
+      }
       ComputeTile(ctl, len, th, mm, vv, gb);
 
       // Store: state first, then the low-precision copy.

@@ -11,16 +11,21 @@
 
 #include "csdkit/hls/bits.h"
 
+#if !defined(__SYNTHESIS__) && !defined(CSDKIT_FP16_INTEGER_ONLY) && defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 namespace csdkit {
 namespace hls {
 
-/// binary32 -> binary16, as the F16C instruction VCVTPS2PH with rounding mode 0.
+/// binary32 -> binary16 in integer code (the synthesizable implementation), exactly the F16C
+/// instruction VCVTPS2PH with rounding mode 0.
 /// Rounding: to nearest, ties to even, including into the subnormal range (results down to
 /// 2^-24 are kept as subnormal halves; below half of that they round to signed zero).
 /// Overflow: |x| >= 65520 (the first value that rounds past 65504) gives signed infinity.
 /// NaN: keeps the sign and the top 10 payload bits (mantissa >> 13) and sets the quiet bit.
 /// binary32 subnormal inputs are far below the half range and round to signed zero.
-inline uint16_t F32ToF16(uint32_t u) {
+inline uint16_t F32ToF16Int(uint32_t u) {
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t a = u & 0x7fffffffu;
 
@@ -58,9 +63,10 @@ inline uint16_t F32ToF16(uint32_t u) {
   return static_cast<uint16_t>(sign | h);
 }
 
-/// binary16 -> binary32, as the F16C instruction VCVTPH2PS. Exact for every non-NaN input
+/// binary16 -> binary32 in integer code (the synthesizable implementation), exactly the F16C
+/// instruction VCVTPH2PS. Exact for every non-NaN input
 /// (subnormal halves become normal binary32 values). NaN: sign and payload kept, quiet bit set.
-inline uint32_t F16ToF32(uint16_t hv) {
+inline uint32_t F16ToF32Int(uint16_t hv) {
   const uint32_t h = hv;
   const uint32_t sign = (h & 0x8000u) << 16;
   const uint32_t e = (h >> 10) & 0x1fu;
@@ -102,6 +108,61 @@ inline uint32_t F16ToF32(uint16_t hv) {
   }
   return sign | r;
 }
+
+// The conversions the kernels call. In HLS, and in any build without F16C, they are the integer
+// code above. In an x86 host build with F16C they are the F16C instruction itself (through
+// _Float16, so g++ can vectorise it): the contract defines fp16 conversion as exactly that
+// instruction, and tests/fp16_test.cpp proves the integer code equal to it on every one of the
+// 2^16 / 2^32 inputs, and these dispatching functions equal to the integer code, so both builds
+// compute one function. Define CSDKIT_FP16_INTEGER_ONLY to force the integer code everywhere.
+#if !defined(__SYNTHESIS__) && !defined(CSDKIT_FP16_INTEGER_ONLY) && defined(__F16C__) && \
+    defined(__FLT16_MAX__) && defined(CSDKIT_HAVE_BIT_CAST)
+#define CSDKIT_FP16_F16C 1
+#endif
+
+/// binary32 -> binary16 per the contract (see F32ToF16Int).
+inline uint16_t F32ToF16(uint32_t u) {
+#ifdef CSDKIT_FP16_F16C
+  return __builtin_bit_cast(uint16_t, static_cast<_Float16>(U2F(u)));
+#else
+  return F32ToF16Int(u);
+#endif
+}
+
+/// binary16 -> binary32 per the contract (see F16ToF32Int).
+inline uint32_t F16ToF32(uint16_t h) {
+#ifdef CSDKIT_FP16_F16C
+  return F2U(static_cast<float>(__builtin_bit_cast(_Float16, h)));
+#else
+  return F16ToF32Int(h);
+#endif
+}
+
+/// F32ToF16 on `n` values (n a multiple of 8), element for element; vectorised with F16C where
+/// F32ToF16 uses it (rounding fixed to nearest even by the immediate, not by MXCSR).
+inline void F32ToF16Array(const uint32_t* in, uint16_t* out, unsigned n) {
+#ifdef CSDKIT_FP16_F16C
+  for (unsigned i = 0; i < n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(reinterpret_cast<const float*>(in + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+#else
+F32_TO_F16_ARRAY:
+  for (unsigned i = 0; i < n; ++i) {
+#pragma HLS UNROLL
+    out[i] = F32ToF16(in[i]);
+  }
+#endif
+}
+
+/// True when F32ToF16/F16ToF32 use the F16C instruction rather than the integer code.
+constexpr bool kFp16UsesF16c =
+#ifdef CSDKIT_FP16_F16C
+    true;
+#else
+    false;
+#endif
 
 /// binary32 -> bfloat16. Rounding: to nearest, ties to even, on the dropped 16 bits, which is
 /// also correct through the subnormal range (binary32 subnormals stay bf16 subnormals) and rounds
