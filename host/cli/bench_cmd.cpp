@@ -27,6 +27,7 @@ void AddBenchCommand(CLI::App& app) {
     o->progress = !*json && isatty(STDERR_FILENO);
     std::cout << bench::KernelBench(*o).dump(2) << "\n";
   });
+  AddIoBench(b);
 }
 
 }  // namespace csdkit::cli

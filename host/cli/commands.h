@@ -8,8 +8,12 @@ namespace csdkit::cli {
 
 /// `csdkit kernel ...`: run the updater kernel's host model on a generated problem.
 void AddKernelCommand(CLI::App& app);
+/// `csdkit init | step | info | run`: the runtime on emulated SmartSSDs.
+void AddRuntimeCommands(CLI::App& app);
 /// `csdkit bench ...`: benchmarks printing JSON.
 void AddBenchCommand(CLI::App& app);
+/// `csdkit bench io`: registered on the `bench` subcommand.
+void AddIoBench(CLI::App* bench);
 
 }  // namespace csdkit::cli
 

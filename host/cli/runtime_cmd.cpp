@@ -1,0 +1,494 @@
+// `csdkit init | step | info | run`: the runtime on emulated SmartSSDs.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "csdkit/emu/emu_device.h"
+#include "csdkit/emu/link_model.h"
+#include "csdkit/store.h"
+#include "csdkit/update.h"
+
+namespace csdkit::cli {
+
+namespace {
+
+// Hyper-parameter options shared by init and run (NaN = the optimizer's default).
+struct HyperOpts {
+  std::string optimizer = "adamw", grad = "fp16", out = "fp16";
+  double lr = NAN, beta1 = NAN, beta2 = NAN, eps = NAN, wd = NAN, momentum = NAN,
+         dampening = NAN, lr_decay = NAN, acc0 = NAN;
+  bool nesterov = false, ftz = false;
+  double loss_scale = 1.0;
+  uint64_t seed = 1;
+
+  void Add(CLI::App* c) {
+    c->add_option("--optimizer", optimizer, "adamw|adam|sgd|adagrad|lion")
+        ->check(CLI::IsMember({"adamw", "adam", "sgd", "adagrad", "lion"}))
+        ->capture_default_str();
+    c->add_option("--grad", grad, "gradient dtype fp32|fp16|bf16")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+        ->capture_default_str();
+    c->add_option("--out", out, "low-precision weight copy none|fp16|bf16")
+        ->check(CLI::IsMember({"none", "fp16", "bf16"}))
+        ->capture_default_str();
+    c->add_option("--lr", lr, "learning rate");
+    c->add_option("--beta1", beta1, "beta1");
+    c->add_option("--beta2", beta2, "beta2");
+    c->add_option("--eps", eps, "epsilon");
+    c->add_option("--weight-decay", wd, "weight decay");
+    c->add_option("--momentum", momentum, "SGD momentum");
+    c->add_option("--dampening", dampening, "SGD dampening");
+    c->add_flag("--nesterov", nesterov, "SGD Nesterov momentum");
+    c->add_option("--lr-decay", lr_decay, "Adagrad lr decay");
+    c->add_option("--initial-accumulator", acc0, "Adagrad initial accumulator value");
+    c->add_flag("--ftz", ftz, "FTZ/DAZ policy instead of IEEE");
+    c->add_option("--loss-scale", loss_scale, "gradients arrive multiplied by this")
+        ->capture_default_str();
+    c->add_option("--seed", seed, "seed of the initial state and synthetic gradients")
+        ->capture_default_str();
+  }
+  StoreConfig Config(uint64_t params, unsigned devices) const {
+    StoreConfig c;
+    c.params = params;
+    c.devices = devices;
+    c.hyper = OptimizerConfig::Defaults(ParseOptimizer(optimizer));
+    auto set = [](double v, double& dst) {
+      if (!std::isnan(v)) dst = v;
+    };
+    set(lr, c.hyper.lr);
+    set(beta1, c.hyper.beta1);
+    set(beta2, c.hyper.beta2);
+    set(eps, c.hyper.eps);
+    set(wd, c.hyper.weight_decay);
+    set(momentum, c.hyper.momentum);
+    set(dampening, c.hyper.dampening);
+    set(lr_decay, c.hyper.lr_decay);
+    set(acc0, c.hyper.initial_accumulator_value);
+    c.hyper.nesterov = nesterov;
+    c.grad = ParseGradDType(grad);
+    c.out = ParseOutDType(out);
+    c.ftz = ftz;
+    c.loss_scale = loss_scale;
+    c.seed = seed;
+    return c;
+  }
+};
+
+// Device options shared by step and run.
+struct DeviceOpts {
+  std::string backend = "model";
+  uint64_t device_mem = uint64_t{4} << 30;
+  bool link_model = true;
+  std::string aio_json;  // a DeepSpeed config file with an "aio" block
+
+  void Add(CLI::App* c) {
+    c->add_option("--backend", backend, "kernel backend of the emulated devices: model|rtl")
+        ->check(CLI::IsMember({"model", "rtl"}))
+        ->capture_default_str();
+    c->add_option("--device-mem", device_mem, "device memory per SmartSSD in bytes")
+        ->capture_default_str();
+    c->add_flag("!--no-link-model", link_model,
+                "do not estimate SmartSSD hardware time with the link model");
+    c->add_option("--ds-config", aio_json,
+                  "DeepSpeed JSON config whose \"aio\" block configures the storage engine");
+  }
+  aio::AioConfig Aio() const {
+    if (aio_json.empty()) return aio::AioConfig();
+    std::ifstream f(aio_json);
+    if (!f) throw std::invalid_argument("--ds-config: cannot read '" + aio_json + "'");
+    return aio::AioConfig::FromDeepSpeedConfig(nlohmann::json::parse(f));
+  }
+};
+
+// The emulated SmartSSDs of a store, and their shared link model.
+struct EmuSystem {
+  std::shared_ptr<emu::LinkModel> links;
+  std::vector<std::unique_ptr<emu::EmulatedSmartSsd>> devs;
+  std::unique_ptr<Runtime> runtime;
+
+  EmuSystem(Store& store, const DeviceOpts& o) {
+    const unsigned n = store.config().devices;
+    if (o.link_model) links = std::make_shared<emu::LinkModel>(emu::LinkProfile::SmartSsd(), n);
+    std::vector<Device*> raw;
+    const aio::AioConfig aio = o.Aio();
+    for (unsigned d = 0; d < n; ++d) {
+      emu::EmuOptions eo;
+      eo.index = d;
+      eo.capacity = o.device_mem;
+      eo.backend = emu::ParseBackend(o.backend);
+      eo.aio = aio;
+      eo.links = links;
+      devs.push_back(std::make_unique<emu::EmulatedSmartSsd>(eo));
+      raw.push_back(devs.back().get());
+    }
+    std::function<double()> vt;
+    std::function<void()> reset;
+    if (links) {
+      vt = [l = links] { return l->Horizon(); };
+      reset = [l = links] { l->Reset(); };
+    }
+    runtime = std::make_unique<Runtime>(store, raw, vt, reset);
+  }
+};
+
+bool Tty() { return isatty(STDERR_FILENO) != 0; }
+
+std::function<void(uint64_t, uint64_t)> ProgressBar(const std::string& label) {
+  if (!Tty()) return {};
+  return [label](uint64_t done, uint64_t total) {
+    const int width = 30;
+    const int fill = total ? static_cast<int>(width * done / total) : width;
+    std::fprintf(stderr, "\r%-24s [%.*s%*s] %llu/%llu subgroups", label.c_str(), fill,
+                 "##############################", width - fill, "",
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
+    if (done == total) std::fprintf(stderr, "\r%*s\r", 80, "");
+    std::fflush(stderr);
+  };
+}
+
+std::string Gb(uint64_t b) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.3f GB", b / 1e9);
+  return s;
+}
+
+// --------------------------------------------------------------------------------------------
+
+struct InitOpts {
+  unsigned devices = 4;
+  uint64_t params = 100000000;
+  std::string dir;
+  uint32_t subgroup = 0;
+  uint64_t device_mem = uint64_t{4} << 30;
+  HyperOpts h;
+  bool json = false;
+};
+
+Store DoInit(const InitOpts& o) {
+  StoreConfig c = o.h.Config(o.params, o.devices);
+  const uint64_t shard = (o.params + o.devices - 1) / o.devices;
+  const uint32_t fit = SubgroupForMemory(o.device_mem, c.hyper, c.grad, c.out, shard);
+  if (o.subgroup != 0) {
+    if (o.subgroup > fit) {
+      throw std::invalid_argument(
+          "--subgroup: expected at most " + std::to_string(fit) + " elements (two workers' "
+          "buffers in " + std::to_string(o.device_mem) + " bytes of device memory), found " +
+          std::to_string(o.subgroup));
+    }
+    c.subgroup_elems = o.subgroup;
+  } else {
+    // Default: a few subgroups per shard so loads and compute overlap, within device memory.
+    c.subgroup_elems = std::min<uint32_t>(fit, 4u << 20);
+  }
+  return Store::Create(o.dir, c);
+}
+
+void AddInit(CLI::App& app) {
+  auto o = std::make_shared<InitOpts>();
+  CLI::App* c = app.add_subcommand("init", "Create emulated devices and a deterministic initial "
+                                           "optimizer state (committed as step 0)");
+  c->add_option("--devices", o->devices, "number of SmartSSDs")->capture_default_str();
+  c->add_option("--params", o->params, "model parameters")->capture_default_str();
+  c->add_option("--dir", o->dir, "store directory (one subdirectory per device)")->required();
+  c->add_option("--subgroup", o->subgroup,
+                "elements per subgroup (multiple of 65536; default: fits --device-mem, <= 4Mi)");
+  c->add_option("--device-mem", o->device_mem, "device memory per SmartSSD in bytes")
+      ->capture_default_str();
+  c->add_flag("--json", o->json, "print JSON");
+  o->h.Add(c);
+  c->callback([o] {
+    Store s = DoInit(*o);
+    if (o->json) {
+      std::cout << s.Describe().dump(2) << "\n";
+    } else {
+      std::printf("created %s: %llu params on %u devices, %s, subgroup %u elements, step 0\n",
+                  o->dir.c_str(), static_cast<unsigned long long>(s.config().params),
+                  s.config().devices, OptimizerName(s.config().hyper.opt),
+                  s.config().subgroup_elems);
+    }
+  });
+}
+
+// --------------------------------------------------------------------------------------------
+
+struct StepOpts {
+  std::string dir, mode = "smart";
+  int steps = 1;
+  double topk = 0.0, clip = 1.0;
+  unsigned threads = 0;
+  int64_t overflow_step = -1;
+  bool json = false;
+  DeviceOpts dev;
+};
+
+std::vector<StepReport> DoSteps(Store& store, EmuSystem& sys, const StepOpts& o,
+                                const std::string& label) {
+  std::vector<StepReport> reps;
+  for (int i = 0; i < o.steps; ++i) {
+    const int64_t t = store.step() + 1;
+    const GradientSet g = GradientSet::Synthetic(store, t, o.topk, t == o.overflow_step ? 0 : -1);
+    StepOptions so;
+    so.mode = ParseUpdateMode(o.mode);
+    so.clip_coef = o.clip;
+    so.host_threads = o.threads;
+    so.progress = ProgressBar(label + " step " + std::to_string(t));
+    reps.push_back(sys.runtime->Step(g, so));
+  }
+  return reps;
+}
+
+void PrintStepLine(const StepReport& r, uint64_t m_bytes) {
+  if (r.skipped) {
+    std::printf("step %lld (%s): SKIPPED: %s\n", static_cast<long long>(r.step),
+                UpdateModeName(r.mode), r.skip_reason.c_str());
+    return;
+  }
+  std::printf("step %lld (%s): %.3f s, shared link %s (%.2f M), device-internal %s, "
+              "SmartSSD estimate %.3f s\n",
+              static_cast<long long>(r.step), UpdateModeName(r.mode), r.seconds,
+              Gb(r.bytes.Shared()).c_str(), static_cast<double>(r.bytes.Shared()) / m_bytes,
+              Gb(r.bytes[Link::kSsdToFpga] + r.bytes[Link::kFpgaToSsd]).c_str(),
+              r.virtual_seconds);
+}
+
+void AddStep(CLI::App& app) {
+  auto o = std::make_shared<StepOpts>();
+  CLI::App* c = app.add_subcommand("step", "Run optimizer steps with deterministic synthetic "
+                                           "gradients on a store");
+  c->add_option("--dir", o->dir, "store directory")->required();
+  c->add_option("--steps", o->steps, "steps to run")->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  c->add_option("--mode", o->mode, "smart (SmartUpdate on the devices) or baseline "
+                                   "(states through the host)")
+      ->check(CLI::IsMember({"smart", "baseline"}))
+      ->capture_default_str();
+  c->add_option("--topk", o->topk, "Top-K sparse gradients with this ratio in (0,1]");
+  c->add_option("--clip", o->clip, "clip coefficient folded into the unscale factor")
+      ->capture_default_str();
+  c->add_option("--threads", o->threads, "baseline host threads (default: all)");
+  c->add_option("--overflow-at", o->overflow_step,
+                "make the gradient of this step non-finite (to see the step skipped)");
+  c->add_flag("--json", o->json, "print JSON");
+  o->dev.Add(c);
+  c->callback([o] {
+    Store store = Store::Open(o->dir);
+    EmuSystem sys(store, o->dev);
+    const auto reps = DoSteps(store, sys, *o, o->mode);
+    const uint64_t m_bytes = store.config().params * 2;
+    if (o->json) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& r : reps) j.push_back(r.ToJson());
+      std::cout << nlohmann::json{{"store", store.Describe()}, {"steps", j}}.dump(2) << "\n";
+    } else {
+      for (const auto& r : reps) PrintStepLine(r, m_bytes);
+      std::printf("committed step %lld\n", static_cast<long long>(store.step()));
+    }
+  });
+}
+
+// --------------------------------------------------------------------------------------------
+
+void AddInfo(CLI::App& app) {
+  auto dir = std::make_shared<std::string>();
+  auto verify = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false);
+  CLI::App* c = app.add_subcommand("info", "Describe a store (and verify its checksums)");
+  c->add_option("--dir", *dir, "store directory")->required();
+  c->add_flag("--verify", *verify, "read the committed slot and check every subgroup's CRC");
+  c->add_flag("--json", *json, "print JSON");
+  c->callback([dir, verify, json] {
+    Store s = Store::Open(*dir);
+    if (*verify) s.Verify();
+    nlohmann::json j = s.Describe();
+    if (*verify) j["verified"] = true;
+    if (*json) {
+      std::cout << j.dump(2) << "\n";
+      return;
+    }
+    const StoreConfig& c = s.config();
+    std::printf("store %s (id %s)\n", dir->c_str(), j["store_id"].get<std::string>().c_str());
+    std::printf("  %llu params on %u devices, optimizer %s, grad %s, out %s%s\n",
+                static_cast<unsigned long long>(c.params), c.devices, OptimizerName(c.hyper.opt),
+                DTypeName(c.grad), OutDTypeName(c.out), c.ftz ? ", FTZ" : "");
+    std::printf("  committed step %lld (slot %u), subgroup %u elements, state: ",
+                static_cast<long long>(s.step()), s.slot(), c.subgroup_elems);
+    for (const auto& v : s.vars()) std::printf("%s ", v.c_str());
+    std::printf("\n");
+    for (const Shard& sh : s.shards()) {
+      std::printf("  dev%u: elements [%llu, %llu), %zu subgroups\n", sh.device,
+                  static_cast<unsigned long long>(sh.begin),
+                  static_cast<unsigned long long>(sh.end), s.Subgroups(sh.device).size());
+    }
+    if (*verify) std::printf("  checksums: all subgroups verified\n");
+  });
+}
+
+// --------------------------------------------------------------------------------------------
+
+struct RunOpts {
+  std::string dir = "csdkit-run";
+  unsigned devices = 4;
+  uint64_t params = 100000000;
+  int steps = 3;
+  double topk = 0.0;
+  bool json = false, keep = false;
+  uint32_t subgroup = 0;
+  HyperOpts h;
+  DeviceOpts dev;
+};
+
+bool SameFiles(const Store& a, const Store& b, std::string* diff) {
+  for (unsigned d = 0; d < a.config().devices; ++d) {
+    for (unsigned v = 0; v < a.vars().size(); ++v) {
+      for (uint32_t j = 0; j < a.Subgroups(d).size(); ++j) {
+        if (a.checksum(d, v, j) != b.checksum(d, v, j)) {
+          *diff = "device " + std::to_string(d) + " " + a.vars()[v] + " subgroup " +
+                  std::to_string(j);
+          return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+void AddRun(CLI::App& app) {
+  auto o = std::make_shared<RunOpts>();
+  CLI::App* c = app.add_subcommand(
+      "run", "The main job: a store of emulated SmartSSDs, a few steps with SmartUpdate and with "
+             "the baseline from the same initial state, a table of time and traffic per link");
+  c->add_option("--dir", o->dir, "work directory (created; two stores inside)")
+      ->capture_default_str();
+  c->add_option("--devices", o->devices, "SmartSSDs")->capture_default_str();
+  c->add_option("--params", o->params, "model parameters")->capture_default_str();
+  c->add_option("--steps", o->steps, "steps per mode")->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  c->add_option("--topk", o->topk, "Top-K sparse gradients with this ratio in (0,1]");
+  c->add_option("--subgroup", o->subgroup, "elements per subgroup (multiple of 65536)");
+  c->add_flag("--json", o->json, "print JSON");
+  c->add_flag("--keep", o->keep, "keep the stores afterwards");
+  o->h.Add(c);
+  o->dev.Add(c);
+  c->callback([o] {
+    namespace fs = std::filesystem;
+    fs::create_directories(o->dir);
+    const std::string sdir[2] = {o->dir + "/baseline", o->dir + "/smart"};
+    const char* mode[2] = {"baseline", "smart"};
+    std::vector<StepReport> reps[2];
+    nlohmann::json desc;
+    for (int m = 0; m < 2; ++m) {
+      fs::remove_all(sdir[m]);
+      InitOpts io;
+      io.devices = o->devices;
+      io.params = o->params;
+      io.dir = sdir[m];
+      io.subgroup = o->subgroup;
+      io.device_mem = o->dev.device_mem;
+      io.h = o->h;
+      if (!o->json && Tty()) std::fprintf(stderr, "initialising %s ...\r", sdir[m].c_str());
+      Store store = DoInit(io);
+      desc = store.Describe();
+      EmuSystem sys(store, o->dev);
+      StepOpts so;
+      so.mode = mode[m];
+      so.steps = o->steps;
+      so.topk = o->topk;
+      so.dev = o->dev;
+      reps[m] = DoSteps(store, sys, so, mode[m]);
+    }
+    Store a = Store::Open(sdir[0]), b = Store::Open(sdir[1]);
+    std::string diff;
+    const bool same = SameFiles(a, b, &diff);
+    const uint64_t m_bytes = o->params * 2;
+    auto avg = [&](int m, auto f) {
+      double s = 0;
+      for (const auto& r : reps[m]) s += f(r);
+      return s / reps[m].size();
+    };
+    auto avg_bytes = [&](int m, Link l) {
+      return avg(m, [l](const StepReport& r) { return static_cast<double>(r.bytes[l]); });
+    };
+    const double shared[2] = {
+        avg(0, [](const StepReport& r) { return static_cast<double>(r.bytes.Shared()); }),
+        avg(1, [](const StepReport& r) { return static_cast<double>(r.bytes.Shared()); })};
+    if (o->json) {
+      nlohmann::json j;
+      j["store"] = desc;
+      j["m_bytes"] = m_bytes;
+      for (int m = 0; m < 2; ++m) {
+        nlohmann::json s = nlohmann::json::array();
+        for (const auto& r : reps[m]) s.push_back(r.ToJson());
+        j[mode[m]] = {{"steps", s},
+                      {"avg_seconds", avg(m, [](const StepReport& r) { return r.seconds; })},
+                      {"avg_virtual_seconds",
+                       avg(m, [](const StepReport& r) { return r.virtual_seconds; })},
+                      {"avg_shared_bytes", shared[m]},
+                      {"avg_shared_M", shared[m] / m_bytes}};
+      }
+      j["shared_link_ratio_smart_over_baseline"] = shared[0] > 0 ? shared[1] / shared[0] : 0;
+      j["bit_identical"] = same;
+      if (!same) j["first_difference"] = diff;
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::printf("csdkit run: %u emulated SmartSSDs, %llu parameters (M = %.1f MB of fp16), "
+                  "%s, grad %s, out %s, %s, %d steps per mode\n\n",
+                  o->devices, static_cast<unsigned long long>(o->params), m_bytes / 1e6,
+                  o->h.optimizer.c_str(), o->h.grad.c_str(), o->h.out.c_str(),
+                  o->topk > 0 ? ("Top-K " + std::to_string(o->topk)).c_str() : "dense",
+                  o->steps);
+      std::printf("%-9s %9s %11s %11s %11s %11s %11s %11s %11s %8s %11s\n", "mode", "s/step",
+                  "ssd->fpga", "fpga->ssd", "host->dev", "dev->host", "nvme->host",
+                  "host->nvme", "shared", "shared/M", "SmartSSD s");
+      for (int m = 0; m < 2; ++m) {
+        std::printf("%-9s %9.3f %11s %11s %11s %11s %11s %11s %11s %8.2f %11.3f\n", mode[m],
+                    avg(m, [](const StepReport& r) { return r.seconds; }),
+                    Gb(avg_bytes(m, Link::kSsdToFpga)).c_str(),
+                    Gb(avg_bytes(m, Link::kFpgaToSsd)).c_str(),
+                    Gb(avg_bytes(m, Link::kHostToDevice)).c_str(),
+                    Gb(avg_bytes(m, Link::kDeviceToHost)).c_str(),
+                    Gb(avg_bytes(m, Link::kNvmeToHost)).c_str(),
+                    Gb(avg_bytes(m, Link::kHostToNvme)).c_str(), Gb(shared[m]).c_str(),
+                    shared[m] / m_bytes,
+                    avg(m, [](const StepReport& r) { return r.virtual_seconds; }));
+      }
+      std::printf("\nshared-link traffic, smart / baseline: %.4f (%.1fx less)\n",
+                  shared[0] > 0 ? shared[1] / shared[0] : 0.0,
+                  shared[1] > 0 ? shared[0] / shared[1] : 0.0);
+      const double v0 = avg(0, [](const StepReport& r) { return r.virtual_seconds; });
+      const double v1 = avg(1, [](const StepReport& r) { return r.virtual_seconds; });
+      if (v1 > 0) {
+        std::printf("SmartSSD hardware estimate (link model): baseline %.3f s, smart %.3f s per "
+                    "step (%.2fx)\n", v0, v1, v0 / v1);
+      }
+      std::printf("state after %d steps in both modes: %s\n", o->steps,
+                  same ? "bit-identical" : ("DIFFERENT at " + diff).c_str());
+    }
+    if (!o->keep) {
+      fs::remove_all(sdir[0]);
+      fs::remove_all(sdir[1]);
+    }
+    if (!same) throw CLI::RuntimeError(1);
+  });
+}
+
+}  // namespace
+
+void AddRuntimeCommands(CLI::App& app) {
+  AddInit(app);
+  AddStep(app);
+  AddInfo(app);
+  AddRun(app);
+}
+
+}  // namespace csdkit::cli

@@ -1,0 +1,6 @@
+# The runtime over emulated SmartSSDs: equivalence, traffic, durability, refusals.
+csdkit_test(runtime_test)
+target_link_libraries(runtime_test PRIVATE csdkit_runtime csdkit_emu)
+target_compile_definitions(runtime_test PRIVATE
+  CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/runtime_test_stores")
+gtest_discover_tests(runtime_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)

@@ -1,0 +1,384 @@
+// The runtime: SmartUpdate and the baseline give bit-identical state; byte counters equal the
+// traffic formulas; overflow changes nothing; broken stores are refused with a clear message;
+// device memory is enforced; a step killed at any instant leaves step t or t+1, and the next
+// step from there matches an uninterrupted run bit for bit.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "csdkit/emu/emu_device.h"
+#include "csdkit/emu/link_model.h"
+#include "csdkit/hls/sparse.h"
+#include "csdkit/store.h"
+#include "csdkit/update.h"
+
+namespace csdkit {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Stores live under the build tree: O_DIRECT needs a real filesystem (not tmpfs).
+std::string TestDir(const std::string& name) {
+  const std::string d = std::string(CSDKIT_TEST_DIR) + "/" + name;
+  fs::remove_all(d);
+  fs::create_directories(fs::path(d).parent_path());
+  return d;
+}
+
+struct System {
+  std::vector<std::unique_ptr<emu::EmulatedSmartSsd>> devs;
+  std::shared_ptr<emu::LinkModel> links;
+  std::unique_ptr<Runtime> rt;
+  System(Store& s, uint64_t mem = uint64_t{1} << 30) {
+    links = std::make_shared<emu::LinkModel>(emu::LinkProfile::SmartSsd(), s.config().devices);
+    std::vector<Device*> raw;
+    for (unsigned d = 0; d < s.config().devices; ++d) {
+      emu::EmuOptions o;
+      o.index = d;
+      o.capacity = mem;
+      o.links = links;
+      devs.push_back(std::make_unique<emu::EmulatedSmartSsd>(o));
+      raw.push_back(devs.back().get());
+    }
+    rt = std::make_unique<Runtime>(s, raw, [l = links] { return l->Horizon(); },
+                                   [l = links] { l->Reset(); });
+  }
+};
+
+StoreConfig Config(Optimizer opt, uint64_t params, unsigned devices, uint32_t subgroup,
+                   DType grad = DType::kFp16, DType out = DType::kFp16) {
+  StoreConfig c;
+  c.params = params;
+  c.devices = devices;
+  c.hyper = OptimizerConfig::Defaults(opt);
+  if (opt == Optimizer::kAdagrad) c.hyper.initial_accumulator_value = 0.1;
+  c.grad = grad;
+  c.out = out;
+  c.loss_scale = grad == DType::kFp16 ? 256.0 : 1.0;
+  c.subgroup_elems = subgroup;
+  c.seed = 7;
+  return c;
+}
+
+StepReport RunSteps(Store& s, System& sys, UpdateMode mode, int steps, double topk) {
+  StepReport last;
+  for (int i = 0; i < steps; ++i) {
+    const GradientSet g = GradientSet::Synthetic(s, s.step() + 1, topk);
+    StepOptions o;
+    o.mode = mode;
+    o.host_threads = 2;
+    last = sys.rt->Step(g, o);
+  }
+  return last;
+}
+
+// Compares the committed slots of two stores byte for byte, file by file.
+void ExpectSameState(const Store& a, const Store& b, const std::string& ctx) {
+  ASSERT_EQ(a.step(), b.step()) << ctx;
+  for (unsigned d = 0; d < a.config().devices; ++d) {
+    for (unsigned v = 0; v < a.vars().size(); ++v) {
+      std::ifstream fa(a.FilePath(d, v, a.slot()), std::ios::binary);
+      std::ifstream fb(b.FilePath(d, v, b.slot()), std::ios::binary);
+      const std::string sa((std::istreambuf_iterator<char>(fa)), {});
+      const std::string sb((std::istreambuf_iterator<char>(fb)), {});
+      ASSERT_EQ(sa.size(), sb.size()) << ctx;
+      if (sa != sb) {
+        size_t i = 0;
+        while (sa[i] == sb[i]) ++i;
+        char msg[128];
+        uint32_t ea = 0, eb = 0;
+        std::memcpy(&ea, sa.data() + i / 4 * 4, 4);
+        std::memcpy(&eb, sb.data() + i / 4 * 4, 4);
+        std::snprintf(msg, sizeof msg, "device %u %s element %zu: EXP=0x%08x GOT=0x%08x", d,
+                      a.vars()[v].c_str(), i / 4, ea, eb);
+        FAIL() << ctx << ": " << msg;
+      }
+      for (uint32_t j = 0; j < a.Subgroups(d).size(); ++j) {
+        ASSERT_EQ(a.checksum(d, v, j), b.checksum(d, v, j)) << ctx;
+      }
+    }
+  }
+}
+
+struct EquivCase {
+  Optimizer opt;
+  unsigned devices;
+  uint64_t params;
+  uint32_t subgroup;
+  double topk;
+  DType grad, out;
+};
+
+TEST(Runtime, SmartEqualsBaselineBitForBit) {
+  const EquivCase cases[] = {
+      {Optimizer::kAdamW, 1, 65536 * 2, 65536, 0.0, DType::kFp16, DType::kFp16},  // divides
+      {Optimizer::kAdamW, 3, 400003, 65536, 0.0, DType::kFp16, DType::kFp16},     // does not
+      {Optimizer::kAdam, 8, 1000001, 131072, 0.0, DType::kBf16, DType::kBf16},
+      {Optimizer::kSgd, 2, 300007, 65536, 0.05, DType::kFp32, DType::kFp32},      // sparse
+      {Optimizer::kAdagrad, 5, 777777, 65536, 0.01, DType::kFp16, DType::kBf16},
+      {Optimizer::kLion, 4, 262147, 196608, 0.0, DType::kFp32, DType::kFp16},
+      {Optimizer::kAdamW, 2, 200001, 65536, 0.1, DType::kBf16, DType::kFp16},     // sparse
+  };
+  int i = 0;
+  for (const EquivCase& c : cases) {
+    const std::string ctx = std::string("case ") + std::to_string(i) + " " +
+                            OptimizerName(c.opt) + " devices=" + std::to_string(c.devices) +
+                            " params=" + std::to_string(c.params) +
+                            " topk=" + std::to_string(c.topk);
+    const StoreConfig cfg = Config(c.opt, c.params, c.devices, c.subgroup, c.grad, c.out);
+    Store a = Store::Create(TestDir("equiv/a" + std::to_string(i)), cfg);
+    Store b = Store::Create(TestDir("equiv/b" + std::to_string(i)), cfg);
+    System sa(a), sb(b);
+    ASSERT_NO_THROW(RunSteps(a, sa, UpdateMode::kSmart, 3, c.topk)) << ctx;
+    ASSERT_NO_THROW(RunSteps(b, sb, UpdateMode::kBaseline, 3, c.topk)) << ctx;
+    ExpectSameState(a, b, ctx);
+    if (cfg.out != DType::kFp32) {
+      EXPECT_TRUE(sa.rt->weights16().SameBytes(sb.rt->weights16())) << ctx << ": weights16";
+    }
+    a.Verify();
+    b.Verify();
+    ++i;
+  }
+}
+
+// Bytes per step, exactly (docs/runtime.md): V state variables, io(n) = 4n rounded up to 4096.
+TEST(Runtime, ByteCountersEqualTrafficFormulas) {
+  for (double topk : {0.0, 0.02}) {
+    const StoreConfig cfg = Config(Optimizer::kAdamW, 500001, 3, 65536);
+    Store s = Store::Create(TestDir("bytes/s" + std::to_string(topk > 0)), cfg);
+    System sys(s);
+    uint64_t io = 0;
+    for (const Subgroup& g : s.AllSubgroups()) io += g.io_bytes();
+    const uint64_t V = s.vars().size(), sgs = s.AllSubgroups().size();
+    const GradientSet g1 = GradientSet::Synthetic(s, 1, topk);
+    StepOptions o;
+    const StepReport smart = sys.rt->Step(g1, o);
+    EXPECT_EQ(smart.bytes[Link::kSsdToFpga], V * io);
+    EXPECT_EQ(smart.bytes[Link::kFpgaToSsd], V * io);
+    EXPECT_EQ(smart.bytes[Link::kHostToDevice], g1.TransferBytes());
+    if (topk == 0.0) {
+      EXPECT_EQ(g1.TransferBytes(), cfg.params * 2);
+    }
+    EXPECT_EQ(smart.bytes[Link::kDeviceToHost], cfg.params * 2 + 64 * sgs);
+    EXPECT_EQ(smart.bytes[Link::kNvmeToHost] + smart.bytes[Link::kHostToNvme], 0u);
+    o.mode = UpdateMode::kBaseline;
+    const StepReport base = sys.rt->Step(GradientSet::Synthetic(s, 2, topk), o);
+    EXPECT_EQ(base.bytes[Link::kNvmeToHost], V * io);
+    EXPECT_EQ(base.bytes[Link::kHostToNvme], V * io);
+    EXPECT_EQ(base.bytes[Link::kSsdToFpga] + base.bytes[Link::kFpgaToSsd] +
+                  base.bytes[Link::kHostToDevice] + base.bytes[Link::kDeviceToHost],
+              0u);
+    EXPECT_GT(smart.virtual_seconds, 0.0);
+    EXPECT_GT(base.virtual_seconds, 0.0);
+  }
+}
+
+std::string ReadAll(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+TEST(Runtime, OverflowStepChangesNothingOnDisk) {
+  const StoreConfig cfg = Config(Optimizer::kAdamW, 200000, 2, 65536);
+  Store s = Store::Create(TestDir("overflow"), cfg);
+  System sys(s);
+  RunSteps(s, sys, UpdateMode::kSmart, 1, 0.0);
+  std::vector<std::string> before;
+  for (const auto& e : fs::recursive_directory_iterator(s.dir()))
+    if (e.is_regular_file()) before.push_back(ReadAll(e.path()));
+  for (UpdateMode mode : {UpdateMode::kSmart, UpdateMode::kBaseline}) {
+    for (double topk : {0.0, 0.01}) {
+      const GradientSet g = GradientSet::Synthetic(s, 2, topk, /*poison=*/123457);
+      StepOptions o;
+      o.mode = mode;
+      const StepReport r = sys.rt->Step(g, o);
+      EXPECT_TRUE(r.skipped);
+      EXPECT_NE(r.skip_reason.find("non-finite"), std::string::npos) << r.skip_reason;
+      EXPECT_EQ(r.bytes.Shared() + r.bytes[Link::kSsdToFpga] + r.bytes[Link::kFpgaToSsd], 0u);
+    }
+  }
+  EXPECT_EQ(s.step(), 1);
+  std::vector<std::string> after;
+  for (const auto& e : fs::recursive_directory_iterator(s.dir()))
+    if (e.is_regular_file()) after.push_back(ReadAll(e.path()));
+  EXPECT_TRUE(before == after) << "an overflowing step changed bytes on disk";
+}
+
+void ExpectStoreError(const std::string& dir, const std::string& must_contain) {
+  try {
+    Store s = Store::Open(dir);
+    s.Verify();
+    ADD_FAILURE() << "store accepted; expected an error containing '" << must_contain << "'";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find(must_contain), std::string::npos) << e.what();
+  }
+}
+
+TEST(Runtime, BrokenStoresAreRefusedWithClearErrors) {
+  const StoreConfig cfg = Config(Optimizer::kAdamW, 150000, 2, 65536);
+  auto fresh = [&](const std::string& n) {
+    Store::Create(TestDir("broken/" + n), cfg);
+    return std::string(CSDKIT_TEST_DIR) + "/broken/" + n;
+  };
+  ExpectStoreError(std::string(CSDKIT_TEST_DIR) + "/broken/none", "expected a directory");
+  std::string d = fresh("nomanifest");
+  fs::remove(d + "/manifest.json");
+  ExpectStoreError(d, "manifest.json");
+  d = fresh("badjson");
+  std::ofstream(d + "/manifest.json") << "{ not json";
+  ExpectStoreError(d, "not valid JSON");
+  d = fresh("missingfile");
+  fs::remove(d + "/dev1/m.0.bin");
+  ExpectStoreError(d, "dev1/m.0.bin");
+  d = fresh("truncated");
+  fs::resize_file(d + "/dev0/v.0.bin", 4096);
+  ExpectStoreError(d, "truncated: expected");
+  d = fresh("swapped");
+  {
+    const std::string other = fresh("other");
+    fs::copy_file(other + "/dev1/device.json", d + "/dev1/device.json",
+                  fs::copy_options::overwrite_existing);
+  }
+  ExpectStoreError(d, "expected device 1 of store");
+  d = fresh("corrupt");
+  {
+    std::fstream f(d + "/dev1/theta.0.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(70000 * 4 + 2);
+    f.put('\x5a');
+  }
+  ExpectStoreError(d, "is corrupt");
+  // A step on a corrupt store stops before committing anything.
+  Store s = Store::Open(d);
+  System sys(s);
+  for (UpdateMode mode : {UpdateMode::kSmart, UpdateMode::kBaseline}) {
+    StepOptions o;
+    o.mode = mode;
+    EXPECT_THROW(sys.rt->Step(GradientSet::Synthetic(s, 1, 0.0), o), StoreError);
+    EXPECT_EQ(Store::Open(d).step(), 0);
+  }
+}
+
+TEST(Runtime, DeviceMemoryIsEnforced) {
+  const StoreConfig cfg = Config(Optimizer::kAdamW, 1 << 20, 1, 1 << 20);
+  Store s = Store::Create(TestDir("capacity"), cfg);
+  System sys(s, 8u << 20);  // 8 MiB cannot hold two 1Mi-element subgroups
+  try {
+    sys.rt->Step(GradientSet::Synthetic(s, 1, 0.0), StepOptions());
+    FAIL() << "expected a CapacityError";
+  } catch (const CapacityError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot allocate"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(Store::Open(s.dir()).step(), 0);
+  EXPECT_THROW(SubgroupForMemory(1 << 20, cfg.hyper, cfg.grad, cfg.out, 1 << 20),
+               std::invalid_argument);
+}
+
+// The commit stage at which the child of KilledAtEachCommitStage kills itself.
+const char* g_kill_stage = nullptr;
+void KillAt(const char* stage) {
+  if (g_kill_stage != nullptr && std::string(stage) == g_kill_stage) raise(SIGKILL);
+}
+
+// Deterministic kills inside the commit protocol: after the data is synced, after the new
+// manifest is written (not renamed), right after the rename.
+TEST(Runtime, KilledAtEachCommitStage) {
+  const StoreConfig cfg = Config(Optimizer::kAdamW, 300000, 2, 65536);
+  const char* stages[] = {"synced", "tmp_written", "renamed"};
+  const int64_t expect_step[] = {1, 1, 2};  // after one committed step, killed in the second
+  for (int i = 0; i < 3; ++i) {
+    const std::string d = TestDir(std::string("crash/stage_") + stages[i]);
+    {
+      Store s = Store::Create(d, cfg);
+      System sys(s);
+      RunSteps(s, sys, UpdateMode::kSmart, 1, 0.0);
+    }
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      g_kill_stage = stages[i];
+      Store::commit_hook = KillAt;
+      try {
+        Store s = Store::Open(d);
+        System sys(s);
+        RunSteps(s, sys, UpdateMode::kSmart, 1, 0.0);
+      } catch (...) {
+      }
+      _exit(3);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << stages[i];
+    Store s = Store::Open(d);
+    EXPECT_EQ(s.step(), expect_step[i]) << "killed at " << stages[i];
+    s.Verify();
+  }
+}
+
+// Crash consistency: a child runs steps and is SIGKILLed at a random instant; the store must
+// reopen at step t or t+1 with valid checksums, and one more step from there must equal the
+// same step of an uninterrupted run.
+TEST(Runtime, KilledStepLeavesStepTOrTPlusOne) {
+  const StoreConfig cfg = Config(Optimizer::kAdamW, 600000, 2, 65536);
+  // Reference: uninterrupted steps 1..3.
+  Store ref = Store::Create(TestDir("crash/ref"), cfg);
+  std::vector<std::string> ref_state;  // committed files after step t
+  {
+    System sys(ref);
+    for (int t = 1; t <= 3; ++t) RunSteps(ref, sys, t % 2 ? UpdateMode::kSmart : UpdateMode::kBaseline, 1, 0.0);
+  }
+  std::mt19937_64 rng(12345);
+  int saw[2] = {0, 0};
+  const int kTrials = 12;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    const std::string d = TestDir("crash/t" + std::to_string(trial));
+    { Store::Create(d, cfg); }
+    const UpdateMode mode = trial % 2 ? UpdateMode::kBaseline : UpdateMode::kSmart;
+    const int delay_us = static_cast<int>(rng() % 60000);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      try {
+        Store s = Store::Open(d);
+        System sys(s);
+        for (;;) RunSteps(s, sys, mode, 1, 0.0);  // until killed
+      } catch (...) {
+      }
+      _exit(3);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child ended on its own (status " << status << ")";
+    Store s = Store::Open(d);
+    s.Verify();  // the committed slot is intact
+    const int64_t t = s.step();
+    ++saw[t > 0];
+    // One more step from wherever it stopped matches the uninterrupted run (if within it).
+    if (t < 3) {
+      System sys(s);
+      RunSteps(s, sys, (t + 1) % 2 ? UpdateMode::kSmart : UpdateMode::kBaseline, 1, 0.0);
+      Store r = Store::Create(TestDir("crash/r" + std::to_string(trial)), cfg);
+      System rs(r);
+      for (int k = 1; k <= t + 1; ++k)
+        RunSteps(r, rs, k % 2 ? UpdateMode::kSmart : UpdateMode::kBaseline, 1, 0.0);
+      ExpectSameState(r, s, "trial " + std::to_string(trial));
+    }
+  }
+  std::printf("killed %d steps: %d reopened at step 0, %d after committing >= 1 step\n",
+              kTrials, saw[0], saw[1]);
+}
+
+}  // namespace
+}  // namespace csdkit
