@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "bench.h"
+#include "step_bench.h"
 #include "commands.h"
 
 namespace csdkit::cli {
@@ -28,6 +29,21 @@ void AddBenchCommand(CLI::App& app) {
     std::cout << bench::KernelBench(*o).dump(2) << "\n";
   });
   AddIoBench(b);
+
+  auto so = std::make_shared<bench::StepBenchOptions>();
+  CLI::App* st = b->add_subcommand(
+      "step", "Step time of SmartUpdate and the baseline on emulated SmartSSDs, and SmartUpdate's "
+              "step time against max(I/O only, compute only)");
+  st->add_option("--dir", so->dir, "work directory (needs O_DIRECT)")->capture_default_str();
+  st->add_option("--devices", so->devices, "SmartSSDs")->capture_default_str();
+  st->add_option("--params", so->params, "model parameters")->capture_default_str();
+  st->add_option("--subgroup", so->subgroup, "elements per subgroup (multiple of 65536)")
+      ->capture_default_str();
+  st->add_option("--reps", so->reps, "repetitions (best of)")->capture_default_str();
+  st->add_option("--topk", so->topk, "Top-K sparse gradients with this ratio");
+  st->add_flag("--keep", so->keep, "keep the store");
+  st->add_flag("--json", "JSON output (the only format)");
+  st->callback([so] { std::cout << bench::StepBench(*so).dump(2) << "\n"; });
 }
 
 }  // namespace csdkit::cli

@@ -479,11 +479,15 @@ Store Store::Open(const std::string& dir) {
   return s;
 }
 
-void Store::Commit(const Checksums& crcs) {
+void Store::SyncNextSlot() {
   const unsigned next = static_cast<unsigned>((step_ + 1) % 2);
   for (unsigned d = 0; d < cfg_.devices; ++d) {
     for (unsigned v = 0; v < vars_.size(); ++v) files_[d][v][next].Sync();
   }
+}
+
+void Store::Commit(const Checksums& crcs) {
+  SyncNextSlot();
   if (commit_hook) commit_hook("synced");
   WriteManifest(step_ + 1, crcs, false);
   crcs_ = crcs;

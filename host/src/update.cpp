@@ -484,6 +484,7 @@ StepReport Runtime::Step(const GradientSet& grads, const StepOptions& o) {
   for (auto& t : ts) t.join();
   if (err) std::rethrow_exception(err);
   if (o.phases == StepPhases::kAll) store_.Commit(crcs);
+  if (o.phases == StepPhases::kIoOnly) store_.SyncNextSlot();  // durability is part of the I/O
   rep.seconds = Since(t0);
   LinkBytes after;
   for (Device* d : devices_) after += d->bytes();

@@ -107,6 +107,8 @@ class Store {
   using Checksums = std::vector<std::vector<std::vector<uint32_t>>>;
   Checksums EmptyChecksums() const;
 
+  /// fdatasyncs every file of slot (step + 1) % 2 (the first half of Commit).
+  void SyncNextSlot();
   /// Makes slot (step + 1) % 2 durable and commits step + 1 with `crcs` (see the protocol).
   void Commit(const Checksums& crcs);
 
