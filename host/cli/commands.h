@@ -10,6 +10,8 @@ namespace csdkit::cli {
 void AddKernelCommand(CLI::App& app);
 /// `csdkit init | step | info | run`: the runtime on emulated SmartSSDs.
 void AddRuntimeCommands(CLI::App& app);
+/// `csdkit devices`: OpenCL inventory and SmartSSD pairing by PCIe topology.
+void AddDevicesCommand(CLI::App& app);
 /// `csdkit bench ...`: benchmarks printing JSON.
 void AddBenchCommand(CLI::App& app);
 /// `csdkit bench io`: registered on the `bench` subcommand.
