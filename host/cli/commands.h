@@ -12,6 +12,8 @@ void AddKernelCommand(CLI::App& app);
 void AddRuntimeCommands(CLI::App& app);
 /// `csdkit devices`: OpenCL inventory and SmartSSD pairing by PCIe topology.
 void AddDevicesCommand(CLI::App& app);
+/// `csdkit p2p-bench`: SSD <-> device bandwidth sweep.
+void AddP2pCommand(CLI::App& app);
 /// `csdkit bench ...`: benchmarks printing JSON.
 void AddBenchCommand(CLI::App& app);
 /// `csdkit bench io`: registered on the `bench` subcommand.

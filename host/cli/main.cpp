@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   csdkit::cli::AddRuntimeCommands(app);
   csdkit::cli::AddKernelCommand(app);
   csdkit::cli::AddDevicesCommand(app);
+  csdkit::cli::AddP2pCommand(app);
   csdkit::cli::AddBenchCommand(app);
   try {
     csdkit::CheckFpEnvironment();
