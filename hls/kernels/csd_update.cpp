@@ -51,14 +51,16 @@ struct ParamsOf<void(P...)> {
 #define CSDKIT_ARG_TYPE(i, nm, ty, kd, dr, bd, off, doc) ty,
 using TableTypes = TypeList<CSDKIT_UPDATE_ARGS(CSDKIT_ARG_TYPE) void>;
 #undef CSDKIT_ARG_TYPE
+#ifndef __OPENCL_CPP_VERSION__  // (checked by the host build; OpenCL has no function types)
 static_assert(std::is_same<ParamsOf<decltype(csd_update)>::type, TableTypes>::value,
               "csd_update's signature disagrees with the argument table (update_args.h)");
+#endif
 
 /// Host model only: asks the cache hierarchy for the next tile's words while this tile computes,
 /// so the model's load and compute phases overlap as the hardware's dataflow stages do. No
 /// effect on any value; not part of the HLS build.
 inline void PrefetchWords(const Word* p, uint32_t words) {
-#if !defined(__SYNTHESIS__) && defined(__GNUC__)
+#if !defined(__SYNTHESIS__) && !defined(__OPENCL_CPP_VERSION__) && defined(__GNUC__)
   for (uint32_t w = 0; w < words; ++w) __builtin_prefetch(&p[w], 0, 3);
 #else
   (void)p;

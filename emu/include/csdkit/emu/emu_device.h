@@ -46,19 +46,19 @@ class EmulatedSmartSsd final : public Device {
   DeviceBufferPtr Alloc(uint64_t bytes) override;
 
   aio::IoTicket P2PRead(const aio::File& file, uint64_t file_offset, DeviceBuffer& dst,
-                        uint64_t dst_offset, uint64_t len, VirtualClock* vc) override;
+                        uint64_t dst_offset, uint64_t len, VirtualClock* vc = nullptr) override;
   aio::IoTicket P2PWrite(const aio::File& file, uint64_t file_offset, const DeviceBuffer& src,
-                         uint64_t src_offset, uint64_t len, VirtualClock* vc) override;
+                         uint64_t src_offset, uint64_t len, VirtualClock* vc = nullptr) override;
   void HostToDevice(const void* src, DeviceBuffer& dst, uint64_t dst_offset, uint64_t len,
-                    VirtualClock* vc) override;
+                    VirtualClock* vc = nullptr) override;
   void DeviceToHost(const DeviceBuffer& src, uint64_t src_offset, void* dst, uint64_t len,
-                    VirtualClock* vc) override;
+                    VirtualClock* vc = nullptr) override;
   aio::IoTicket HostRead(const aio::File& file, uint64_t file_offset, void* dst, uint64_t len,
-                         VirtualClock* vc) override;
+                         VirtualClock* vc = nullptr) override;
   aio::IoTicket HostWrite(const aio::File& file, uint64_t file_offset, const void* src,
-                          uint64_t len, VirtualClock* vc) override;
+                          uint64_t len, VirtualClock* vc = nullptr) override;
   uint32_t LaunchUpdate(const UpdateBuffersDev& b, uint32_t n, uint32_t nnz,
-                        const KernelLaunch& k, uint32_t* status16, VirtualClock* vc) override;
+                        const KernelLaunch& k, uint32_t* status16 = nullptr, VirtualClock* vc = nullptr) override;
   uint32_t Crc32(const DeviceBuffer& b, uint64_t offset, uint64_t len) override;
   LinkBytes bytes() const override;
 

@@ -44,6 +44,9 @@
 namespace csdkit {
 namespace hls {
 
+// The descriptive table below is host metadata (strings); the C++-for-OpenCL build of the
+// kernel only needs the X-macro above (its string literals would live in __constant memory).
+#ifndef __OPENCL_CPP_VERSION__
 constexpr const char* kUpdateKernelName = "csd_update";
 
 enum class ArgKind { kPtr, kScalar };
@@ -80,6 +83,7 @@ constexpr bool UpdateArgsFollowVitisLayout() {
   return true;
 }
 static_assert(UpdateArgsFollowVitisLayout(), "argument offsets must follow the Vitis layout");
+#endif  // __OPENCL_CPP_VERSION__
 
 // ap_ctrl_hs control registers (the same for every kernel).
 constexpr uint32_t kRegCtrl = 0x00;  // bit0 ap_start, 1 ap_done, 2 ap_idle, 3 ap_ready, 7 auto_restart
