@@ -12,6 +12,7 @@
 
 #include "csdkit/opencl_device.h"
 #include "csdkit/problem.h"
+#include "csdkit/selftest.h"
 #include "csdkit/store.h"
 #include "csdkit/update.h"
 #include "test_util.h"
@@ -27,72 +28,18 @@ class OpenCl : public ::testing::Test {
   }
 };
 
-// Runs one problem on the device: copies every input buffer in, launches, copies every buffer
-// back (whole, padded buffers, so a stray write anywhere shows).
-UpdateBuffers RunOnDevice(Device& dev, const Problem& p) {
-  const UpdateBuffers& in = p.buf;
-  UpdateBuffersDev db;
-  DeviceBufferPtr* dst[8] = {&db.theta, &db.m, &db.v, &db.grad, &db.sp_idx, &db.sp_blk,
-                             &db.out16, &db.status};
-  const AlignedBuffer* src[8] = {&in.theta, &in.m, &in.v, &in.grad, &in.sp_idx, &in.sp_blk,
-                                 &in.out16, &in.status};
-  for (int i = 0; i < 8; ++i) {
-    *dst[i] = dev.Alloc(src[i]->size());
-    dev.HostToDevice(src[i]->data(), **dst[i], 0, src[i]->size());
-  }
-  dev.LaunchUpdate(db, p.spec.n, p.nnz, p.launch);
-  UpdateBuffers out = in.Clone();
-  AlignedBuffer* back[8] = {&out.theta, &out.m, &out.v, &out.grad, &out.sp_idx, &out.sp_blk,
-                            &out.out16, &out.status};
-  for (int i = 0; i < 8; ++i) dev.DeviceToHost(**dst[i], 0, back[i]->data(), back[i]->size());
-  return out;
-}
-
 TEST_F(OpenCl, KernelEqualsModelBitForBit) {
   OpenClOptions o;
   OpenClDevice dev(o);
   std::printf("device: %s\n", dev.Describe().c_str());
-  int cases = 0;
-  for (const Variant& var : AllVariants()) {
-    for (DType g : {DType::kFp32, DType::kFp16, DType::kBf16}) {
-      for (DType out : {DType::kFp32, DType::kFp16, DType::kBf16}) {
-        for (bool sparse : {false, true}) {
-          for (bool ftz : {false, true}) {
-            for (uint32_t n : {1u, 17u, 4097u, 70001u}) {
-              ProblemSpec spec;
-              spec.hyper = var.cfg;
-              spec.step = var.step;
-              spec.grad.grad = g;
-              spec.grad.out = out;
-              spec.grad.ftz = ftz;
-              spec.n = n;
-              spec.topk = sparse ? 0.05 : 0.0;
-              spec.seed = 77 + n + cases;
-              Problem p = Problem::Generate(spec);
-              InjectSpecials(p, 0.05, spec.seed);
-              std::memset(p.buf.out16.data(), 0xab, p.buf.out16.size());
-              const UpdateBuffers got = RunOnDevice(dev, p);
-              UpdateBuffers exp = p.buf.Clone();
-              RunUpdate(exp, p.spec.n, p.nnz, p.launch);
-              const std::string ctx = std::string(var.name) + " grad=" + DTypeName(g) +
-                                      " out=" + OutDTypeName(out) + (sparse ? " sparse" : " dense") +
-                                      (ftz ? " ftz" : " ieee") + " n=" + std::to_string(n);
-              for (const auto& [nm, a, b, eb] :
-                   {std::tuple{"theta", &exp.theta, &got.theta, 4u},
-                    std::tuple{"m", &exp.m, &got.m, 4u}, std::tuple{"v", &exp.v, &got.v, 4u},
-                    std::tuple{"out16", &exp.out16, &got.out16, 2u},
-                    std::tuple{"status", &exp.status, &got.status, 4u}}) {
-                const std::string r = CompareBuffers(nm, *a, *b, eb, ctx);
-                ASSERT_TRUE(r.empty()) << r;
-              }
-              ++cases;
-            }
-          }
-        }
-      }
-    }
-  }
-  std::printf("%d launches bit-exact with the model\n", cases);
+  SelfTestOptions so;
+  so.on_case = [](const std::string& what, const std::string& diff) {
+    if (!diff.empty()) ADD_FAILURE() << what << ": " << diff;
+  };
+  const SelfTestReport r = SelfTest(dev, so);
+  EXPECT_EQ(r.failed, 0);
+  EXPECT_EQ(r.launches, 10 * 3 * 3 * 2 * 2 * 4);
+  std::printf("%d launches bit-exact with the model\n", r.launches);
 }
 
 TEST_F(OpenCl, SmartUpdateOnOpenClEqualsBaseline) {

@@ -10,48 +10,12 @@
 
 #include "csdkit/hls/mode.h"
 #include "csdkit/problem.h"
+#include "csdkit/selftest.h"
 
 namespace csdkit::testing {
 
-/// A named optimizer configuration, covering every flag of the datapath between them.
-struct Variant {
-  const char* name;
-  OptimizerConfig cfg;
-  int64_t step;
-};
-
-inline std::vector<Variant> AllVariants() {
-  std::vector<Variant> v;
-  auto d = [](Optimizer o) { return OptimizerConfig::Defaults(o); };
-  OptimizerConfig c = d(Optimizer::kAdamW);
-  v.push_back({"adamw", c, 1});
-  c.weight_decay = 0.1;
-  v.push_back({"adamw_wd_t7", c, 7});
-  c = d(Optimizer::kAdam);
-  v.push_back({"adam", c, 2});
-  c.weight_decay = 0.01;
-  v.push_back({"adam_l2", c, 3});
-  c = d(Optimizer::kSgd);
-  v.push_back({"sgd_mom_first", c, 1});
-  c.dampening = 0.1;
-  c.weight_decay = 1e-3;
-  v.push_back({"sgd_mom_damp_l2", c, 5});
-  c.dampening = 0.0;
-  c.nesterov = true;
-  v.push_back({"sgd_nesterov", c, 2});
-  c = d(Optimizer::kSgd);
-  c.momentum = 0.0;
-  v.push_back({"sgd_plain", c, 1});
-  c = d(Optimizer::kAdagrad);
-  c.lr_decay = 0.01;
-  c.weight_decay = 0.01;
-  c.initial_accumulator_value = 0.1;
-  v.push_back({"adagrad", c, 4});
-  c = d(Optimizer::kLion);
-  c.weight_decay = 0.1;
-  v.push_back({"lion", c, 1});
-  return v;
-}
+using ::csdkit::AllVariants;
+using ::csdkit::Variant;
 
 /// Overwrites about `fraction` of the elements of theta, m, v and of the gradient values with
 /// special values (NaN payloads, infinities, signed zeros, subnormals, huge, tiny normals),

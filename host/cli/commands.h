@@ -14,6 +14,8 @@ void AddRuntimeCommands(CLI::App& app);
 void AddDevicesCommand(CLI::App& app);
 /// `csdkit p2p-bench`: SSD <-> device bandwidth sweep.
 void AddP2pCommand(CLI::App& app);
+/// `csdkit selftest`: every kernel configuration on a device against the model.
+void AddSelfTestCommand(CLI::App& app);
 /// `csdkit bench ...`: benchmarks printing JSON.
 void AddBenchCommand(CLI::App& app);
 /// `csdkit bench io`: registered on the `bench` subcommand.

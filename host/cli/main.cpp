@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   csdkit::cli::AddKernelCommand(app);
   csdkit::cli::AddDevicesCommand(app);
   csdkit::cli::AddP2pCommand(app);
+  csdkit::cli::AddSelfTestCommand(app);
   csdkit::cli::AddBenchCommand(app);
   try {
     csdkit::CheckFpEnvironment();

@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "csdkit/emu/emu_device.h"
 #include "csdkit/emu/link_model.h"
+#include "csdkit/opencl_device.h"
 #include "csdkit/store.h"
 #include "csdkit/update.h"
 
@@ -91,11 +92,16 @@ struct DeviceOpts {
   uint64_t device_mem = uint64_t{4} << 30;
   bool link_model = true;
   std::string aio_json;  // a DeepSpeed config file with an "aio" block
+  std::string platform, xclbin;
 
   void Add(CLI::App* c) {
-    c->add_option("--backend", backend, "kernel backend of the emulated devices: model|rtl")
-        ->check(CLI::IsMember({"model", "rtl"}))
+    c->add_option("--backend", backend,
+                  "devices: model (emulated SmartSSDs, host-model kernel), rtl (emulated, "
+                  "Verilated RTL), opencl (OpenCL devices: PoCL, or Xilinx cards with --xclbin)")
+        ->check(CLI::IsMember({"model", "rtl", "opencl"}))
         ->capture_default_str();
+    c->add_option("--platform", platform, "opencl: substring of the OpenCL platform name");
+    c->add_option("--xclbin", xclbin, "opencl on a Xilinx platform: the csd_update xclbin");
     c->add_option("--device-mem", device_mem, "device memory per SmartSSD in bytes")
         ->capture_default_str();
     c->add_flag("!--no-link-model", link_model,
@@ -117,11 +123,28 @@ struct EmuSystem {
   std::vector<std::unique_ptr<emu::EmulatedSmartSsd>> devs;
   std::unique_ptr<Runtime> runtime;
 
+  std::vector<std::unique_ptr<OpenClDevice>> cl_devs;
+
   EmuSystem(Store& store, const DeviceOpts& o) {
     const unsigned n = store.config().devices;
-    if (o.link_model) links = std::make_shared<emu::LinkModel>(emu::LinkProfile::SmartSsd(), n);
     std::vector<Device*> raw;
     const aio::AioConfig aio = o.Aio();
+    if (o.backend == "opencl") {
+      // Real OpenCL devices: no link model (their time is their own).
+      for (unsigned d = 0; d < n; ++d) {
+        OpenClOptions co;
+        co.index = d;
+        co.platform = o.platform;
+        co.xclbin = o.xclbin;
+        co.capacity = o.device_mem;
+        co.aio = aio;
+        cl_devs.push_back(std::make_unique<OpenClDevice>(co));
+        raw.push_back(cl_devs.back().get());
+      }
+      runtime = std::make_unique<Runtime>(store, raw);
+      return;
+    }
+    if (o.link_model) links = std::make_shared<emu::LinkModel>(emu::LinkProfile::SmartSsd(), n);
     for (unsigned d = 0; d < n; ++d) {
       emu::EmuOptions eo;
       eo.index = d;

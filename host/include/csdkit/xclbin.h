@@ -67,6 +67,16 @@ struct KernelSignature {
   std::vector<std::string> MasterPorts() const;
 };
 
+/// Reads kernel `kernel_name` (name, hwControlProtocol, every <arg> in id order) from kernel
+/// XML: an RTL kernel.xml or an xclbin's EMBEDDED_METADATA. Throws XclbinError (kFormat) when the
+/// kernel is absent or an <arg> lacks its name, id, offset or size.
+KernelSignature ParseKernelXml(const std::string& xml, const std::string& kernel_name);
+
+/// Every difference between two signatures, one line each ("arg 3: expected ..., found ...");
+/// empty when they agree. Ports are compared case-insensitively, host types not at all.
+std::vector<std::string> CompareSignatures(const KernelSignature& expected,
+                                           const KernelSignature& found, bool check_ports);
+
 /// What CheckXclbin requires of a file.
 struct XclbinExpectation {
   KernelSignature kernel = KernelSignature::UpdateKernel();

@@ -1,0 +1,77 @@
+// `csdkit selftest`: every kernel configuration on a device against the host model, bit for bit.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "csdkit/emu/emu_device.h"
+#include "csdkit/opencl_device.h"
+#include "csdkit/selftest.h"
+
+namespace csdkit::cli {
+
+namespace {
+
+struct SelfTestOpts {
+  std::string backend = "opencl", platform, xclbin;
+  unsigned device = 0;
+  std::vector<uint32_t> sizes = {1, 17, 4097, 70001};
+  bool ftz_only = false, json = false, verbose = false;
+};
+
+}  // namespace
+
+void AddSelfTestCommand(CLI::App& app) {
+  auto o = std::make_shared<SelfTestOpts>();
+  CLI::App* c = app.add_subcommand(
+      "selftest", "Run every kernel configuration (optimizer x dtypes x dense/sparse x policy x "
+                  "sizes, with special values) on a device and compare with the host model");
+  c->add_option("--backend", o->backend, "opencl (a card with --xclbin, or PoCL), model, rtl")
+      ->check(CLI::IsMember({"opencl", "model", "rtl"}))
+      ->capture_default_str();
+  c->add_option("--device", o->device, "device index within the platform")->capture_default_str();
+  c->add_option("--platform", o->platform, "substring of the OpenCL platform name");
+  c->add_option("--xclbin", o->xclbin, "the csd_update xclbin (Xilinx platforms)");
+  c->add_option("--sizes", o->sizes, "element counts to test")->capture_default_str();
+  c->add_flag("--ftz-only", o->ftz_only,
+              "only the FTZ/DAZ policy (what an HLS-built xclbin implements)");
+  c->add_flag("--verbose", o->verbose, "one line per launch");
+  c->add_flag("--json", o->json, "print JSON");
+  c->callback([o] {
+    std::unique_ptr<Device> dev;
+    if (o->backend == "opencl") {
+      OpenClOptions co;
+      co.device = o->device;
+      co.platform = o->platform;
+      co.xclbin = o->xclbin;
+      dev = std::make_unique<OpenClDevice>(co);
+    } else {
+      emu::EmuOptions eo;
+      eo.index = o->device;
+      eo.backend = emu::ParseBackend(o->backend);
+      dev = std::make_unique<emu::EmulatedSmartSsd>(eo);
+    }
+    SelfTestOptions so;
+    so.sizes = o->sizes;
+    so.ieee = !o->ftz_only;
+    so.on_case = [o](const std::string& what, const std::string& diff) {
+      if (o->json) return;
+      if (!diff.empty()) std::printf("MISMATCH %s: %s\n", what.c_str(), diff.c_str());
+      else if (o->verbose) std::printf("ok       %s\n", what.c_str());
+    };
+    const SelfTestReport r = SelfTest(*dev, so);
+    if (o->json) {
+      nlohmann::json j = r.ToJson();
+      j["device"] = dev->Describe();
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::printf("%s: %d launches, %d bit-exact with the host model, %d mismatched\n",
+                  dev->Describe().c_str(), r.launches, r.launches - r.failed, r.failed);
+    }
+    if (r.failed != 0) throw CLI::RuntimeError(1);
+  });
+}
+
+}  // namespace csdkit::cli
