@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 
 #include "csdkit/aio/file.h"
 #include "csdkit/emu/emu_device.h"
+#include "csdkit/opencl_device.h"
 
 namespace csdkit::bench {
 
@@ -20,13 +22,25 @@ nlohmann::json P2pBench(const P2pBenchOptions& o) {
   nlohmann::json rows = nlohmann::json::array();
   for (uint64_t bs : o.block_sizes) {
     for (uint32_t qd : o.queue_depths) {
-      emu::EmuOptions eo;
-      eo.index = o.device;
-      eo.capacity = o.bytes + (uint64_t{64} << 20);
-      eo.aio.block_size = bs;
-      eo.aio.queue_depth = qd;
-      emu::EmulatedSmartSsd emu_dev(eo);
-      Device& dev = emu_dev;
+      aio::AioConfig ac;
+      ac.block_size = bs;
+      ac.queue_depth = qd;
+      std::unique_ptr<Device> owned;
+      if (o.backend == "opencl") {
+        OpenClOptions co;
+        co.device = o.device;
+        co.platform = o.platform;
+        co.xclbin = o.xclbin;
+        co.aio = ac;
+        owned = std::make_unique<OpenClDevice>(co);
+      } else {
+        emu::EmuOptions eo;
+        eo.index = o.device;
+        eo.capacity = o.bytes + (uint64_t{64} << 20);
+        eo.aio = ac;
+        owned = std::make_unique<emu::EmulatedSmartSsd>(eo);
+      }
+      Device& dev = *owned;
       DeviceBufferPtr buf = dev.Alloc(o.bytes);
       double best_w = 1e30, best_r = 1e30;
       for (unsigned r = 0; r < o.reps; ++r) {
@@ -50,7 +64,9 @@ nlohmann::json P2pBench(const P2pBenchOptions& o) {
   if (!o.keep) fs::remove(path);
   return {{"benchmark", "p2p"},
           {"device", o.device},
-          {"backend", "emulated SmartSSD (NVMe directory <-> device memory via libaio)"},
+          {"backend", o.backend == "opencl" ? "OpenCL device (mapped buffers via libaio)"
+                                            : "emulated SmartSSD (NVMe directory <-> device "
+                                              "memory via libaio)"},
           {"bytes", o.bytes},
           {"reps", o.reps},
           {"note", "device_to_ssd includes fdatasync"},

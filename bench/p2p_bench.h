@@ -19,6 +19,8 @@ struct P2pBenchOptions {
   std::vector<uint32_t> queue_depths = {4, 16, 64};
   unsigned reps = 2;
   bool keep = false;
+  std::string backend = "model";  // model (emulated SmartSSD) or opencl
+  std::string platform, xclbin;   // opencl
 };
 
 nlohmann::json P2pBench(const P2pBenchOptions& o);

@@ -21,6 +21,11 @@ void AddP2pCommand(CLI::App& app) {
   c->add_option("--block-size", o->block_sizes, "block sizes to sweep (bytes)");
   c->add_option("--queue-depth", o->queue_depths, "queue depths to sweep");
   c->add_option("--reps", o->reps, "repetitions (best of)")->capture_default_str();
+  c->add_option("--backend", o->backend, "model (emulated SmartSSD) or opencl")
+      ->check(CLI::IsMember({"model", "opencl"}))
+      ->capture_default_str();
+  c->add_option("--platform", o->platform, "opencl: substring of the platform name");
+  c->add_option("--xclbin", o->xclbin, "opencl on a Xilinx platform: the csd_update xclbin");
   c->add_flag("--json", *json, "print JSON");
   c->callback([o, json] {
     const nlohmann::json j = bench::P2pBench(*o);
