@@ -24,6 +24,6 @@ add_custom_command(
   COMMENT "embedding the SPIR binary"
   VERBATIM)
 add_library(csdkit_opencl STATIC ${CMAKE_CURRENT_LIST_DIR}/opencl/opencl_device.cpp ${_embed})
-target_link_libraries(csdkit_opencl PUBLIC csdkit_device_api OpenCL::OpenCL ZLIB::ZLIB)
+target_link_libraries(csdkit_opencl PUBLIC csdkit_device_api csdkit_xclbin OpenCL::OpenCL ZLIB::ZLIB)
 target_include_directories(csdkit_opencl PRIVATE ${XRT_INCLUDE_DIR})
 target_compile_options(csdkit_opencl PRIVATE ${CSDKIT_MODEL_FLAGS} -O2)

@@ -11,6 +11,7 @@
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
 #include "csdkit/hls/word.h"
+#include "csdkit/xclbin.h"
 
 namespace csdkit::emu {
 
@@ -37,6 +38,11 @@ class EmulatedSmartSsd::Buffer final : public DeviceBuffer {
 };
 
 EmulatedSmartSsd::EmulatedSmartSsd(const EmuOptions& o) : opt_(o), engine_(o.aio) {
+  if (!o.xclbin.empty()) {
+    XclbinExpectation ex;
+    ex.platform = kEmulatedSmartSsdPlatform;
+    CheckXclbin(o.xclbin, ex);
+  }
   if (o.backend == Backend::kRtl) {
     throw std::invalid_argument(
         "backend rtl: expected a build with the Verilated updater RTL, found none in this build "

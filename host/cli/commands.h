@@ -16,6 +16,8 @@ void AddDevicesCommand(CLI::App& app);
 void AddP2pCommand(CLI::App& app);
 /// `csdkit selftest`: every kernel configuration on a device against the model.
 void AddSelfTestCommand(CLI::App& app);
+/// `csdkit xclbin inspect | check | emu`.
+void AddXclbinCommand(CLI::App& app);
 /// `csdkit bench ...`: benchmarks printing JSON.
 void AddBenchCommand(CLI::App& app);
 /// `csdkit bench io`: registered on the `bench` subcommand.

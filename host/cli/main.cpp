@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   csdkit::cli::AddDevicesCommand(app);
   csdkit::cli::AddP2pCommand(app);
   csdkit::cli::AddSelfTestCommand(app);
+  csdkit::cli::AddXclbinCommand(app);
   csdkit::cli::AddBenchCommand(app);
   try {
     csdkit::CheckFpEnvironment();

@@ -19,6 +19,7 @@
 #include "csdkit/opencl_device.h"
 #include "csdkit/store.h"
 #include "csdkit/update.h"
+#include "csdkit/xclbin.h"
 
 namespace csdkit::cli {
 
@@ -130,10 +131,19 @@ struct EmuSystem {
     std::vector<Device*> raw;
     const aio::AioConfig aio = o.Aio();
     if (o.backend == "opencl") {
-      // Real OpenCL devices: no link model (their time is their own).
+      // Real OpenCL devices: no link model (their time is their own). Store device k is OpenCL
+      // device k of the platform; a platform with fewer devices (PoCL's one CPU device) serves
+      // several store devices with the same OpenCL device.
+      const unsigned avail = OpenClDeviceCount(o.platform);
+      if (avail == 0) {
+        throw std::runtime_error("--backend opencl: expected an OpenCL platform" +
+                                 (o.platform.empty() ? std::string() : " matching '" + o.platform + "'") +
+                                 " with devices, found none");
+      }
       for (unsigned d = 0; d < n; ++d) {
         OpenClOptions co;
         co.index = d;
+        co.device = d % avail;
         co.platform = o.platform;
         co.xclbin = o.xclbin;
         co.capacity = o.device_mem;
@@ -145,6 +155,17 @@ struct EmuSystem {
       return;
     }
     if (o.link_model) links = std::make_shared<emu::LinkModel>(emu::LinkProfile::SmartSsd(), n);
+    // The emulated devices load and check an xclbin like cards: the one given, or the emulated
+    // SmartSSD's (written next to the store on first use).
+    std::string xclbin = o.xclbin;
+    if (xclbin.empty()) {
+      xclbin = store.dir() + "/csd_update.emu.xclbin";
+      if (::access(xclbin.c_str(), R_OK) != 0) {
+        EmulationXclbinOptions xo;
+        xo.target = o.backend == "rtl" ? "hw_emu" : "sw_emu";
+        WriteEmulationXclbin(xclbin, xo);
+      }
+    }
     for (unsigned d = 0; d < n; ++d) {
       emu::EmuOptions eo;
       eo.index = d;
@@ -152,6 +173,7 @@ struct EmuSystem {
       eo.backend = emu::ParseBackend(o.backend);
       eo.aio = aio;
       eo.links = links;
+      eo.xclbin = xclbin;
       devs.push_back(std::make_unique<emu::EmulatedSmartSsd>(eo));
       raw.push_back(devs.back().get());
     }

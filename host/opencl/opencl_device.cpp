@@ -19,6 +19,7 @@
 #include "csdkit/hls/sparse.h"
 #include "csdkit/hls/update_args.h"
 #include "csdkit/hls/word.h"
+#include "csdkit/xclbin.h"
 
 // The SPIR binary of hls/kernels/csd_update_cl.cpp, embedded at build time.
 extern const unsigned char kCsdUpdateSpir[];
@@ -53,6 +54,19 @@ std::string DeviceName(cl_device_id d) {
 }
 
 }  // namespace
+
+unsigned OpenClDeviceCount(const std::string& platform) {
+  cl_uint np = 0;
+  if (clGetPlatformIDs(0, nullptr, &np) != CL_SUCCESS || np == 0) return 0;
+  std::vector<cl_platform_id> ps(np);
+  clGetPlatformIDs(np, ps.data(), nullptr);
+  for (cl_platform_id p : ps) {
+    if (!platform.empty() && PlatformName(p).find(platform) == std::string::npos) continue;
+    cl_uint nd = 0;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &nd) == CL_SUCCESS && nd > 0) return nd;
+  }
+  return 0;
+}
 
 bool OpenClAvailable(std::string* why) {
   cl_uint np = 0;
@@ -214,6 +228,11 @@ OpenClDevice::OpenClDevice(const OpenClOptions& o) : impl_(std::make_unique<Impl
       throw std::runtime_error("OpenCL device " + d.desc + " is a Xilinx card: expected "
                                "--xclbin FILE (built by flows/), found none");
     }
+    // The same load-and-check step as the emulated devices: the xclbin must hold csd_update with
+    // the argument table's arguments and offsets, for the SmartSSD platform.
+    XclbinExpectation ex;
+    ex.platform = kSmartSsdPlatform;
+    CheckXclbin(o.xclbin, ex);
     std::ifstream f(o.xclbin, std::ios::binary);
     if (!f) throw std::runtime_error("cannot read xclbin '" + o.xclbin + "'");
     bin.assign(std::istreambuf_iterator<char>(f), {});

@@ -81,69 +81,122 @@ std::string FixedString(const void* p, size_t n, bool* terminated) {
 
 const char* SectionKindName(uint32_t kind) {
   switch (kind) {
-    case BITSTREAM: return "BITSTREAM";
-    case CLEARING_BITSTREAM: return "CLEARING_BITSTREAM";
-    case EMBEDDED_METADATA: return "EMBEDDED_METADATA";
-    case FIRMWARE: return "FIRMWARE";
-    case DEBUG_DATA: return "DEBUG_DATA";
-    case SCHED_FIRMWARE: return "SCHED_FIRMWARE";
-    case MEM_TOPOLOGY: return "MEM_TOPOLOGY";
-    case CONNECTIVITY: return "CONNECTIVITY";
-    case IP_LAYOUT: return "IP_LAYOUT";
-    case DEBUG_IP_LAYOUT: return "DEBUG_IP_LAYOUT";
-    case DESIGN_CHECK_POINT: return "DESIGN_CHECK_POINT";
-    case CLOCK_FREQ_TOPOLOGY: return "CLOCK_FREQ_TOPOLOGY";
-    case MCS: return "MCS";
-    case BMC: return "BMC";
-    case BUILD_METADATA: return "BUILD_METADATA";
-    case KEYVALUE_METADATA: return "KEYVALUE_METADATA";
-    case USER_METADATA: return "USER_METADATA";
-    case DNA_CERTIFICATE: return "DNA_CERTIFICATE";
-    case PDI: return "PDI";
-    case BITSTREAM_PARTIAL_PDI: return "BITSTREAM_PARTIAL_PDI";
-    case PARTITION_METADATA: return "PARTITION_METADATA";
-    case EMULATION_DATA: return "EMULATION_DATA";
-    case SYSTEM_METADATA: return "SYSTEM_METADATA";
-    case SOFT_KERNEL: return "SOFT_KERNEL";
-    case ASK_FLASH: return "ASK_FLASH";
-    case AIE_METADATA: return "AIE_METADATA";
-    case ASK_GROUP_TOPOLOGY: return "ASK_GROUP_TOPOLOGY";
-    case ASK_GROUP_CONNECTIVITY: return "ASK_GROUP_CONNECTIVITY";
-    case SMARTNIC: return "SMARTNIC";
-    case AIE_RESOURCES: return "AIE_RESOURCES";
-    case OVERLAY: return "OVERLAY";
-    case VENDER_METADATA: return "VENDER_METADATA";
-    default: return "UNKNOWN";
+    case BITSTREAM:
+      return "BITSTREAM";
+    case CLEARING_BITSTREAM:
+      return "CLEARING_BITSTREAM";
+    case EMBEDDED_METADATA:
+      return "EMBEDDED_METADATA";
+    case FIRMWARE:
+      return "FIRMWARE";
+    case DEBUG_DATA:
+      return "DEBUG_DATA";
+    case SCHED_FIRMWARE:
+      return "SCHED_FIRMWARE";
+    case MEM_TOPOLOGY:
+      return "MEM_TOPOLOGY";
+    case CONNECTIVITY:
+      return "CONNECTIVITY";
+    case IP_LAYOUT:
+      return "IP_LAYOUT";
+    case DEBUG_IP_LAYOUT:
+      return "DEBUG_IP_LAYOUT";
+    case DESIGN_CHECK_POINT:
+      return "DESIGN_CHECK_POINT";
+    case CLOCK_FREQ_TOPOLOGY:
+      return "CLOCK_FREQ_TOPOLOGY";
+    case MCS:
+      return "MCS";
+    case BMC:
+      return "BMC";
+    case BUILD_METADATA:
+      return "BUILD_METADATA";
+    case KEYVALUE_METADATA:
+      return "KEYVALUE_METADATA";
+    case USER_METADATA:
+      return "USER_METADATA";
+    case DNA_CERTIFICATE:
+      return "DNA_CERTIFICATE";
+    case PDI:
+      return "PDI";
+    case BITSTREAM_PARTIAL_PDI:
+      return "BITSTREAM_PARTIAL_PDI";
+    case PARTITION_METADATA:
+      return "PARTITION_METADATA";
+    case EMULATION_DATA:
+      return "EMULATION_DATA";
+    case SYSTEM_METADATA:
+      return "SYSTEM_METADATA";
+    case SOFT_KERNEL:
+      return "SOFT_KERNEL";
+    case ASK_FLASH:
+      return "ASK_FLASH";
+    case AIE_METADATA:
+      return "AIE_METADATA";
+    case ASK_GROUP_TOPOLOGY:
+      return "ASK_GROUP_TOPOLOGY";
+    case ASK_GROUP_CONNECTIVITY:
+      return "ASK_GROUP_CONNECTIVITY";
+    case SMARTNIC:
+      return "SMARTNIC";
+    case AIE_RESOURCES:
+      return "AIE_RESOURCES";
+    case OVERLAY:
+      return "OVERLAY";
+    case VENDER_METADATA:
+      return "VENDER_METADATA";
+    default:
+      return "UNKNOWN";
   }
 }
 
 const char* MemTypeName(unsigned t) {
   switch (t) {
-    case MEM_DDR3: return "ddr3";
-    case MEM_DDR4: return "ddr4";
-    case MEM_DRAM: return "dram";
-    case MEM_STREAMING: return "streaming";
-    case MEM_PREALLOCATED_GLOB: return "preallocated_global";
-    case MEM_ARE: return "aurora";
-    case MEM_HBM: return "hbm";
-    case MEM_BRAM: return "bram";
-    case MEM_URAM: return "uram";
-    case MEM_STREAMING_CONNECTION: return "streaming_connection";
-    case MEM_HOST: return "host";
-    case MEM_PS_KERNEL: return "ps_kernel";
-    default: return "unknown";
+    case MEM_DDR3:
+      return "ddr3";
+    case MEM_DDR4:
+      return "ddr4";
+    case MEM_DRAM:
+      return "dram";
+    case MEM_STREAMING:
+      return "streaming";
+    case MEM_PREALLOCATED_GLOB:
+      return "preallocated_global";
+    case MEM_ARE:
+      return "aurora";
+    case MEM_HBM:
+      return "hbm";
+    case MEM_BRAM:
+      return "bram";
+    case MEM_URAM:
+      return "uram";
+    case MEM_STREAMING_CONNECTION:
+      return "streaming_connection";
+    case MEM_HOST:
+      return "host";
+    case MEM_PS_KERNEL:
+      return "ps_kernel";
+    default:
+      return "unknown";
   }
 }
 
 const char* ControlName(unsigned c) {
   switch (c) {
-    case AP_CTRL_HS: return "ap_ctrl_hs";
-    case AP_CTRL_CHAIN: return "ap_ctrl_chain";
-    case AP_CTRL_NONE: return "ap_ctrl_none";
-    case AP_CTRL_ME: return "ap_ctrl_me";
-    case ACCEL_ADAPTER: return "accel_adapter";
-    case FAST_ADAPTER: return "fast_adapter";
-    default: return "unknown";
+    case AP_CTRL_HS:
+      return "ap_ctrl_hs";
+    case AP_CTRL_CHAIN:
+      return "ap_ctrl_chain";
+    case AP_CTRL_NONE:
+      return "ap_ctrl_none";
+    case AP_CTRL_ME:
+      return "ap_ctrl_me";
+    case ACCEL_ADAPTER:
+      return "accel_adapter";
+    case FAST_ADAPTER:
+      return "fast_adapter";
+    default:
+      return "unknown";
   }
 }
 
@@ -197,9 +250,13 @@ void ValidateSection(const std::string& path, const char* base, const SectionRef
     case ASK_GROUP_TOPOLOGY: {
       need(sizeof(int32_t), "its entry count");
       const int32_t count = Load<int32_t>(p);
-      if (count < 0) Malformed(path, where + " has a negative entry count " + std::to_string(count));
+      if (count < 0)
+        Malformed(path, where + " has a negative entry count " + std::to_string(count));
       const uint64_t first = offsetof(mem_topology, m_mem_data);
-      need(first + uint64_t(count) * sizeof(mem_data), std::to_string(count) + " mem_data entries");
+      if (count > 0) {
+        need(first + uint64_t(count) * sizeof(mem_data),
+             std::to_string(count) + " mem_data entries");
+      }
       for (int32_t i = 0; i < count; ++i) {
         bool term = false;
         FixedString(p + first + i * sizeof(mem_data) + offsetof(mem_data, m_tag),
@@ -212,9 +269,12 @@ void ValidateSection(const std::string& path, const char* base, const SectionRef
     case IP_LAYOUT: {
       need(sizeof(int32_t), "its entry count");
       const int32_t count = Load<int32_t>(p);
-      if (count < 0) Malformed(path, where + " has a negative entry count " + std::to_string(count));
+      if (count < 0)
+        Malformed(path, where + " has a negative entry count " + std::to_string(count));
       const uint64_t first = offsetof(ip_layout, m_ip_data);
-      need(first + uint64_t(count) * sizeof(ip_data), std::to_string(count) + " ip_data entries");
+      if (count > 0) {
+        need(first + uint64_t(count) * sizeof(ip_data), std::to_string(count) + " ip_data entries");
+      }
       for (int32_t i = 0; i < count; ++i) {
         bool term = false;
         FixedString(p + first + i * sizeof(ip_data) + offsetof(ip_data, m_name),
@@ -227,7 +287,8 @@ void ValidateSection(const std::string& path, const char* base, const SectionRef
     case CLOCK_FREQ_TOPOLOGY: {
       need(sizeof(int16_t), "its entry count");
       const int16_t count = Load<int16_t>(p);
-      if (count < 0) Malformed(path, where + " has a negative entry count " + std::to_string(count));
+      if (count < 0)
+        Malformed(path, where + " has a negative entry count " + std::to_string(count));
       need(offsetof(clock_freq_topology, m_clock_freq) + uint64_t(count) * sizeof(clock_freq),
            std::to_string(count) + " clock entries");
       break;
@@ -247,7 +308,7 @@ void ValidateConnectivity(const std::string& path, const char* base, const Secti
   if (s.size < sizeof(int32_t)) Malformed(path, where + " is too short for its entry count");
   const int32_t count = Load<int32_t>(p);
   const uint64_t first = offsetof(connectivity, m_connection);
-  if (count < 0 || s.size < first + uint64_t(count) * sizeof(connection)) {
+  if (count < 0 || (count > 0 && s.size < first + uint64_t(count) * sizeof(connection))) {
     Malformed(path, where + " declares " + std::to_string(count) + " connections in " +
                         std::to_string(s.size) + " bytes");
   }
@@ -259,11 +320,13 @@ void ValidateConnectivity(const std::string& path, const char* base, const Secti
     }
     if (c.mem_data_index < 0 || c.mem_data_index >= mems) {
       Malformed(path, e + "memory index " + std::to_string(c.mem_data_index) + " but the memory " +
-                          "topology has " + std::to_string(std::max<int64_t>(mems, 0)) + " entries");
+                          "topology has " + std::to_string(std::max<int64_t>(mems, 0)) +
+                          " entries");
     }
     if (c.m_ip_layout_index < 0 || c.m_ip_layout_index >= ips) {
-      Malformed(path, e + "IP index " + std::to_string(c.m_ip_layout_index) + " but IP_LAYOUT has " +
-                          std::to_string(std::max<int64_t>(ips, 0)) + " entries");
+      Malformed(path, e + "IP index " + std::to_string(c.m_ip_layout_index) +
+                          " but IP_LAYOUT has " + std::to_string(std::max<int64_t>(ips, 0)) +
+                          " entries");
     }
   }
 }
@@ -281,10 +344,11 @@ std::vector<SectionRef> ValidateAxlf(const std::string& path, const std::vector<
     }
     if (!head.empty()) head.pop_back();
     throw XclbinError(Kind::kFormat,
-                      "'" + path + "' is not an xclbin: expected the magic \"xclbin2\\0\" "
-                      "(78 63 6c 62 69 6e 32 00) in its first 8 bytes, found " +
-                      (head.empty() ? std::string("an empty file") : head) +
-                      " (give the .xclbin that v++ --link wrote, or `csdkit xclbin emu`'s)");
+                      "'" + path +
+                          "' is not an xclbin: expected the magic \"xclbin2\\0\" "
+                          "(78 63 6c 62 69 6e 32 00) in its first 8 bytes, found " +
+                          (head.empty() ? std::string("an empty file") : head) +
+                          " (give the .xclbin that v++ --link wrote, or `csdkit xclbin emu`'s)");
   }
   if (size < sizeof(axlf)) {
     Malformed(path, "truncated: " + std::to_string(size) + " bytes, but the axlf header alone is " +
@@ -297,8 +361,8 @@ std::vector<SectionRef> ValidateAxlf(const std::string& path, const std::vector<
                         " is smaller than the header itself");
   }
   if (size < length) {
-    Malformed(path, "truncated: the header says " + std::to_string(length) + " bytes, the file has " +
-                        std::to_string(size) + " (copy or rebuild it)");
+    Malformed(path, "truncated: the header says " + std::to_string(length) +
+                        " bytes, the file has " + std::to_string(size) + " (copy or rebuild it)");
   }
   if (size > length && top->m_signature_length <= 0) {
     Malformed(path, "the header says " + std::to_string(length) + " bytes but the file has " +
@@ -313,7 +377,8 @@ std::vector<SectionRef> ValidateAxlf(const std::string& path, const std::vector<
     Malformed(path, "the header declares " + std::to_string(nsec) + " sections (at most " +
                         std::to_string(XCLBIN_MAX_NUM_SECTION) + ")");
   }
-  const uint64_t table_end = offsetof(axlf, m_sections) + uint64_t(nsec) * sizeof(axlf_section_header);
+  const uint64_t table_end =
+      offsetof(axlf, m_sections) + uint64_t(nsec) * sizeof(axlf_section_header);
   if (table_end > length) {
     Malformed(path, "the table of " + std::to_string(nsec) + " section headers ends at byte " +
                         std::to_string(table_end) + ", past the end of the file (" +
@@ -325,9 +390,10 @@ std::vector<SectionRef> ValidateAxlf(const std::string& path, const std::vector<
     SectionRef s{h.m_sectionKind, FixedString(h.m_sectionName, sizeof h.m_sectionName, nullptr),
                  h.m_sectionOffset, h.m_sectionSize};
     if (s.offset > length || s.size > length - s.offset) {
-      Malformed(path, "section " + std::to_string(i) + " (" + SectionKindName(s.kind) + ") spans bytes " +
-                          std::to_string(s.offset) + " + " + std::to_string(s.size) +
-                          ", past the end of the file (" + std::to_string(length) + "): truncated or corrupted");
+      Malformed(path, "section " + std::to_string(i) + " (" + SectionKindName(s.kind) +
+                          ") spans bytes " + std::to_string(s.offset) + " + " +
+                          std::to_string(s.size) + ", past the end of the file (" +
+                          std::to_string(length) + "): truncated or corrupted");
     }
     secs.push_back(s);
   }
@@ -385,11 +451,20 @@ std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -475,9 +550,12 @@ bool ParseNumber(const std::string& s, uint64_t* v) {
 
 const char* TargetName(xrt::xclbin::target_type t) {
   switch (t) {
-    case xrt::xclbin::target_type::hw: return "hw";
-    case xrt::xclbin::target_type::hw_emu: return "hw_emu";
-    case xrt::xclbin::target_type::sw_emu: return "sw_emu";
+    case xrt::xclbin::target_type::hw:
+      return "hw";
+    case xrt::xclbin::target_type::hw_emu:
+      return "hw_emu";
+    case xrt::xclbin::target_type::sw_emu:
+      return "sw_emu";
   }
   return "unknown";
 }
@@ -566,14 +644,16 @@ KernelSignature ParseKernelXml(const std::string& xml, const std::string& kernel
   }
   std::string found;
   for (const std::string& n : names) found += (found.empty() ? "" : ", ") + n;
-  throw XclbinError(Kind::kFormat, "no kernel '" + kernel_name + "' in the kernel metadata (found: " +
+  throw XclbinError(Kind::kFormat, "no kernel '" + kernel_name +
+                                       "' in the kernel metadata (found: " +
                                        (found.empty() ? std::string("none") : found) + ")");
 }
 
 std::vector<std::string> CompareSignatures(const KernelSignature& exp, const KernelSignature& got,
                                            bool check_ports) {
   std::vector<std::string> d;
-  if (exp.name != got.name) d.push_back("kernel name: expected " + exp.name + ", found " + got.name);
+  if (exp.name != got.name)
+    d.push_back("kernel name: expected " + exp.name + ", found " + got.name);
   if (!got.control_protocol.empty() && exp.control_protocol != got.control_protocol) {
     d.push_back("control protocol: expected " + exp.control_protocol + ", found " +
                 got.control_protocol);
@@ -630,8 +710,8 @@ nlohmann::json InspectXclbin(const std::string& path) {
       while (!xml.empty() && xml.back() == '\0') xml.pop_back();
     }
     if (s.kind == BUILD_METADATA && !j.contains("build_metadata")) {
-      const nlohmann::json b = nlohmann::json::parse(data.data() + s.offset,
-                                                     data.data() + s.offset + s.size, nullptr, false);
+      const nlohmann::json b = nlohmann::json::parse(
+          data.data() + s.offset, data.data() + s.offset + s.size, nullptr, false);
       if (!b.is_discarded()) j["build_metadata"] = b;
     }
     if (s.kind == CLOCK_FREQ_TOPOLOGY && !j.contains("clocks")) {
@@ -691,12 +771,9 @@ nlohmann::json InspectXclbin(const std::string& path) {
         arg_name[idx] = a.get_name();
         nlohmann::json mems = nlohmann::json::array();
         for (const xrt::xclbin::mem& m : a.get_mems()) mems.push_back(m.get_tag());
-        nlohmann::json one{{"index", idx},
-                           {"name", a.get_name()},
-                           {"port", a.get_port()},
-                           {"offset", Hex(a.get_offset())},
-                           {"size", a.get_size()},
-                           {"host_type", a.get_host_type()},
+        nlohmann::json one{{"index", idx},         {"name", a.get_name()},
+                           {"port", a.get_port()}, {"offset", Hex(a.get_offset())},
+                           {"size", a.get_size()}, {"host_type", a.get_host_type()},
                            {"memories", mems}};
         if (global.count(static_cast<unsigned>(idx))) {
           one["address_qualifier"] = global[static_cast<unsigned>(idx)] ? "global" : "scalar";
@@ -792,13 +869,14 @@ nlohmann::json CheckXclbin(const std::string& path, const XclbinExpectation& exp
     }
   }
   if (!issues.empty()) {
-    std::string msg = "xclbin '" + path + "' refused: it does not match what csdkit expects (" +
-                      exp.name + ", argument table hls/include/csdkit/hls/update_args.h" +
-                      (expected.platform.empty() ? std::string() : ", platform " + expected.platform) +
-                      "):";
+    std::string msg =
+        "xclbin '" + path + "' refused: it does not match what csdkit expects (" + exp.name +
+        ", argument table hls/include/csdkit/hls/update_args.h" +
+        (expected.platform.empty() ? std::string() : ", platform " + expected.platform) + "):";
     for (const std::string& i : issues) msg += "\n  - " + i;
-    msg += "\nRebuild the xclbin from this source tree (make -C flows hw, or csdkit xclbin emu for "
-           "emulation), or run the csdkit version it was built for.";
+    msg +=
+        "\nRebuild the xclbin from this source tree (make -C flows hw, or csdkit xclbin emu for "
+        "emulation), or run the csdkit version it was built for.";
     throw XclbinError(Kind::kMismatch, msg);
   }
   return j;
@@ -816,16 +894,18 @@ std::string EmbeddedMetadataXml(const EmulationXclbinOptions& o) {
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
     << "<project name=\"" << XmlEscape(k.name) << "\">\n"
-    << "  <platform vendor=\"csdkit\" boardid=\"emulated_smartssd\" name=\"" << XmlEscape(o.platform)
-    << "\" featureRomTime=\"0\">\n"
+    << "  <platform vendor=\"csdkit\" boardid=\"emulated_smartssd\" name=\""
+    << XmlEscape(o.platform) << "\" featureRomTime=\"0\">\n"
     << "    <version major=\"1\" minor=\"0\"/>\n"
     << "    <description>csdkit emulated SmartSSD (host model of the kernel, no bitstream)"
        "</description>\n"
     << "    <device name=\"fpga0\" fpgaDevice=\"emulated:xcku15p\" addrWidth=\"64\">\n"
     << "      <core name=\"OCL_REGION_0\" target=\"" << XmlEscape(o.target)
-    << "\" type=\"clc_region\" clockFreq=\"" << o.kernel_clock_mhz << "MHz\" numComputeUnits=\"1\">\n"
-    << "        <kernel name=\"" << XmlEscape(k.name) << "\" language=\"c\" vlnv=\"csdkit:emulation:"
-    << XmlEscape(k.name) << ":1.0\" preferredWorkGroupSizeMultiple=\"0\" workGroupSize=\"1\" "
+    << "\" type=\"clc_region\" clockFreq=\"" << o.kernel_clock_mhz
+    << "MHz\" numComputeUnits=\"1\">\n"
+    << "        <kernel name=\"" << XmlEscape(k.name)
+    << "\" language=\"c\" vlnv=\"csdkit:emulation:" << XmlEscape(k.name)
+    << ":1.0\" preferredWorkGroupSizeMultiple=\"0\" workGroupSize=\"1\" "
     << "debug=\"false\" interrupt=\"true\" hwControlProtocol=\"" << XmlEscape(k.control_protocol)
     << "\">\n";
   for (const std::string& p : k.MasterPorts()) {
@@ -896,9 +976,9 @@ std::vector<char> IpLayoutSection(const EmulationXclbinOptions& o) {
   std::memset(&ip, 0, sizeof ip);
   ip.m_type = IP_KERNEL;
   // Interrupt enabled, interrupt id 0, control protocol in bits [15:8].
-  const uint32_t ctrl = o.kernel.control_protocol == "ap_ctrl_chain" ? AP_CTRL_CHAIN
+  const uint32_t ctrl = o.kernel.control_protocol == "ap_ctrl_chain"  ? AP_CTRL_CHAIN
                         : o.kernel.control_protocol == "ap_ctrl_none" ? AP_CTRL_NONE
-                                                                       : AP_CTRL_HS;
+                                                                      : AP_CTRL_HS;
   ip.properties = IP_INT_ENABLE_MASK | (ctrl << IP_CONTROL_SHIFT);
   ip.m_base_address = o.cu_base_address;
   CopyName(ip.m_name, sizeof ip.m_name, o.kernel.name + ":" + o.kernel.name + "_1", "CU name");
@@ -936,7 +1016,8 @@ std::vector<char> BuildMetadataSection(const EmulationXclbinOptions& o) {
   const nlohmann::json j{
       {"build_metadata",
        {{"xclbin",
-         {{"generated_by", {{"name", "csdkit"}, {"version", CSDKIT_VERSION}, {"cl", "csdkit xclbin emu"}}},
+         {{"generated_by",
+           {{"name", "csdkit"}, {"version", CSDKIT_VERSION}, {"cl", "csdkit xclbin emu"}}},
           {"target", o.target},
           {"emulation", true},
           {"kernels", {o.kernel.name}},
@@ -983,7 +1064,8 @@ void WriteFileAtomically(const std::string& path, const std::vector<char>& bytes
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int e = errno;
     ::unlink(tmp.c_str());
-    throw XclbinError(Kind::kIo, "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(e));
+    throw XclbinError(Kind::kIo,
+                      "cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(e));
   }
 }
 
@@ -1037,7 +1119,8 @@ void WriteEmulationXclbin(const std::string& path, const EmulationXclbinOptions&
                                       0xa1, 0x7c, 0x2d, 0x85, 0x30, 0xc4, 0x5e, 0x91};
     std::string name = xml;
     for (const Section& s : secs) {
-      if (s.kind != BUILD_METADATA && s.kind != EMBEDDED_METADATA) name.append(s.data.begin(), s.data.end());
+      if (s.kind != BUILD_METADATA && s.kind != EMBEDDED_METADATA)
+        name.append(s.data.begin(), s.data.end());
     }
     uuid_t u;
     uuid_generate_sha1(u, kNamespace, name.data(), name.size());
@@ -1068,8 +1151,9 @@ std::string RtlKernelXml(const KernelSignature& k) {
     << "     GENERATED from hls/include/csdkit/hls/update_args.h by csdkit_gen_flow_files;\n"
     << "     do not edit (flows/README.md). -->\n"
     << "<root versionMajor=\"1\" versionMinor=\"6\">\n"
-    << "  <kernel name=\"" << XmlEscape(k.name) << "\" language=\"ip_c\" vlnv=\"" << kRtlKernelVendor
-    << ":" << kRtlKernelLibrary << ":" << XmlEscape(k.name) << ":" << kRtlKernelVersion
+    << "  <kernel name=\"" << XmlEscape(k.name) << "\" language=\"ip_c\" vlnv=\""
+    << kRtlKernelVendor << ":" << kRtlKernelLibrary << ":" << XmlEscape(k.name) << ":"
+    << kRtlKernelVersion
     << "\" attributes=\"\" preferredWorkGroupSizeMultiple=\"0\" workGroupSize=\"1\" "
     << "interrupt=\"true\" hwControlProtocol=\"" << XmlEscape(k.control_protocol) << "\">\n"
     << "    <ports>\n"
@@ -1084,10 +1168,13 @@ std::string RtlKernelXml(const KernelSignature& k) {
   for (const KernelArg& a : k.args) {
     char off[16];
     std::snprintf(off, sizeof off, "0x%03x", a.offset);
+    // Host types as Vitis' RTL kernel descriptions spell them (the table's Word means nothing
+    // outside this project): an untyped buffer pointer, an unsigned 32-bit scalar.
+    const char* type = a.global ? "void*" : a.size == 4 ? "uint" : "ulong";
     x << "      <arg name=\"" << XmlEscape(a.name) << "\" addressQualifier=\"" << (a.global ? 1 : 0)
       << "\" id=\"" << a.index << "\" port=\"" << a.port << "\" size=\"" << Hex(a.size)
-      << "\" offset=\"" << off << "\" type=\"" << XmlEscape(a.host_type)
-      << "\" hostOffset=\"0x0\" hostSize=\"" << Hex(a.size) << "\"/>\n";
+      << "\" offset=\"" << off << "\" type=\"" << type << "\" hostOffset=\"0x0\" hostSize=\""
+      << Hex(a.size) << "\"/>\n";
   }
   x << "    </args>\n"
     << "  </kernel>\n"

@@ -32,6 +32,9 @@ struct OpenClOptions {
   aio::AioConfig aio;
 };
 
+/// Devices of the first platform matching `platform` ("" = any) that has devices; 0 if none.
+unsigned OpenClDeviceCount(const std::string& platform);
+
 /// True when an OpenCL platform with at least one device is present (tests skip otherwise).
 bool OpenClAvailable(std::string* why);
 

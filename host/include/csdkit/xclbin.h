@@ -69,7 +69,7 @@ struct KernelSignature {
 
 /// Reads kernel `kernel_name` (name, hwControlProtocol, every <arg> in id order) from kernel
 /// XML: an RTL kernel.xml or an xclbin's EMBEDDED_METADATA. Throws XclbinError (kFormat) when the
-/// kernel is absent or an <arg> lacks its name, id, offset or size.
+/// kernel is absent or an <arg> lacks its name, id, offset, size or addressQualifier.
 KernelSignature ParseKernelXml(const std::string& xml, const std::string& kernel_name);
 
 /// Every difference between two signatures, one line each ("arg 3: expected ..., found ...");

@@ -32,6 +32,9 @@ struct EmuOptions {
   Backend backend = Backend::kModel;
   aio::AioConfig aio;                   // the device's storage engine
   std::shared_ptr<LinkModel> links;     // optional virtual-time model (shared by all devices)
+  /// The "bitstream" to load: an xclbin that must describe csd_update (the argument table) for
+  /// the emulated SmartSSD platform, checked as a card's would be ("" = none).
+  std::string xclbin;
 };
 
 class EmulatedSmartSsd final : public Device {

@@ -22,9 +22,9 @@ class Sig {
   Sig() = default;
 
   /// Binds a Verilated port stored as an unsigned integer (CData, SData, IData or QData).
-  template <typename T>
+  template <typename T, typename = std::enable_if_t<std::is_integral<T>::value>>
   explicit Sig(T& port) : p_(&port), bytes_(sizeof(T)) {
-    static_assert(std::is_integral<T>::value && std::is_unsigned<T>::value && sizeof(T) <= 8,
+    static_assert(std::is_unsigned<T>::value && sizeof(T) <= 8,
                   "Sig binds a port of at most 64 bits; use WideSig for wider ports");
   }
 
@@ -63,7 +63,7 @@ class WideSig {
   WideSig() = default;
 
   /// Binds a Verilated wide port (anything with data() returning 32-bit words, like VlWide).
-  template <typename W>
+  template <typename W, typename = std::enable_if_t<!std::is_same<W, WideSig>::value>>
   explicit WideSig(W& port)
       : p_(reinterpret_cast<uint32_t*>(port.data())), words_(sizeof(W) / sizeof(uint32_t)) {
     static_assert(sizeof(*port.data()) == sizeof(uint32_t), "wide ports are 32-bit words");
