@@ -78,7 +78,7 @@ AxiMemSlave::AxiMemSlave(Sim* sim, std::string name, const AxiPorts& ports,
   beat_bytes_ = rd_bytes != 0 ? rd_bytes : wr_bytes;
   if (beat_bytes_ == 0 || beat_bytes_ > kMaxBeatBytes || (beat_bytes_ & (beat_bytes_ - 1)) != 0) {
     throw SimError(name_ + ": data width of " + std::to_string(beat_bytes_ * 8) +
-                   " bits is not supported (a power of two of 96..512 bits)");
+                   " bits is not supported (128, 256 or 512 bits)");
   }
   while ((1u << size_log2_) < beat_bytes_) ++size_log2_;
   if (options_.rd_latency_min < 1 || options_.wr_latency_min < 1 ||

@@ -1,0 +1,178 @@
+# AXI infrastructure of the RTL kernels (rtl/axi/), the generated argument-register packages
+# (rtl/gen/), the emulation harness (emu/harness/) and their Verilator benches.
+# Included from the top-level CMakeLists.txt:  include(${PROJECT_SOURCE_DIR}/rtl/axi.cmake OPTIONAL)
+#
+# Targets:  csdkit_harness          the harness library (plain C++, always built)
+#           csd_gen_args_pkg        generator of <kernel>_args_pkg.sv from an argument table
+#           csd_rtl_axi_args_pkgs   runs it, writing ${CSD_AXI_GEN_DIR}/<kernel>_args_pkg.sv
+#           csd_rtl_axi_models      the Verilated benches' models (one library, one runtime)
+#           tb_csd_axi_copy_top, tb_csd_axi_masters, tb_csd_update_ctrl
+# Tests:    rtl_axi_lint_<module>        quick    verilator --lint-only -Wall
+#           rtl_axi_args_pkg_<kernel>    quick    generated package matches its table
+#           rtl_axi_tb_<bench>           quick    the benches (seeded; --full under nightly)
+# Variables for other RTL: CSD_AXI_SOURCES (package + modules, in compile order),
+#           CSD_AXI_GEN_DIR, CSD_UPDATE_ARGS_PKG (the generated csd_update_args_pkg.sv),
+#           CSD_AXI_VLT (the waiver file).
+include_guard(GLOBAL)
+
+include("${CMAKE_CURRENT_LIST_DIR}/../emu/harness/harness.cmake")
+
+set(CSD_AXI_RTL_DIR "${CMAKE_CURRENT_LIST_DIR}")
+set(CSD_AXI_VLT "${CSD_AXI_RTL_DIR}/lint/csd_axi.vlt")
+set(CSD_AXI_GEN_DIR "${CMAKE_BINARY_DIR}/rtl/gen")
+set(CSD_AXI_SOURCES
+    "${CSD_AXI_RTL_DIR}/axi/csd_axi_pkg.sv"
+    "${CSD_AXI_RTL_DIR}/axi/csd_axi_fifo.sv"
+    "${CSD_AXI_RTL_DIR}/axi/csd_axi_rd_master.sv"
+    "${CSD_AXI_RTL_DIR}/axi/csd_axi_wr_master.sv"
+    "${CSD_AXI_RTL_DIR}/axi/csd_axil_ctrl.sv")
+
+# ---- Generated argument packages ----------------------------------------------------------------
+# The offsets are written once, in the C++ argument tables; the generator turns a table into a
+# SystemVerilog package at build time. verilate() runs Verilator once at configure time, so the
+# packages are also produced then (try_run of the same generator) when they do not exist yet.
+set(CSD_GEN_ARGS_SRC "${CSD_AXI_RTL_DIR}/gen/gen_args_pkg.cpp")
+set(CSD_GEN_ARGS_INCLUDES "${PROJECT_SOURCE_DIR}/hls/include" "${PROJECT_SOURCE_DIR}/hls/shim"
+                          "${CSD_AXI_RTL_DIR}/axi/tb")
+set(CSD_GEN_ARGS_TABLES "${PROJECT_SOURCE_DIR}/hls/include/csdkit/hls/update_args.h"
+                        "${CSD_AXI_RTL_DIR}/axi/tb/csd_axi_copy_args.h")
+set(CSD_AXI_KERNELS csd_update csd_axi_copy)
+
+add_executable(csd_gen_args_pkg "${CSD_GEN_ARGS_SRC}")
+target_include_directories(csd_gen_args_pkg PRIVATE ${CSD_GEN_ARGS_INCLUDES})
+target_compile_features(csd_gen_args_pkg PRIVATE cxx_std_17)
+target_compile_options(csd_gen_args_pkg PRIVATE -O1 -Wall -Wextra)
+
+file(MAKE_DIRECTORY "${CSD_AXI_GEN_DIR}")
+set(CSD_AXI_ARGS_PKGS)
+foreach(kernel ${CSD_AXI_KERNELS})
+  set(pkg "${CSD_AXI_GEN_DIR}/${kernel}_args_pkg.sv")
+  if(NOT EXISTS "${pkg}")
+    try_run(gen_run_rc gen_compile_ok "${CMAKE_BINARY_DIR}/rtl/gen/bootstrap_${kernel}"
+            "${CSD_GEN_ARGS_SRC}"
+            CMAKE_FLAGS "-DINCLUDE_DIRECTORIES=${CSD_GEN_ARGS_INCLUDES}"
+            COMPILE_DEFINITIONS -std=c++17
+            COMPILE_OUTPUT_VARIABLE gen_compile_out
+            RUN_OUTPUT_VARIABLE gen_run_out
+            ARGS --kernel ${kernel} --out "${pkg}")
+    if(NOT gen_compile_ok OR NOT gen_run_rc EQUAL 0 OR NOT EXISTS "${pkg}")
+      message(FATAL_ERROR "csdkit RTL: generating ${pkg} failed:\n${gen_compile_out}\n"
+                          "${gen_run_out}")
+    endif()
+  endif()
+  add_custom_command(OUTPUT "${pkg}"
+                     COMMAND csd_gen_args_pkg --kernel ${kernel} --out "${pkg}"
+                     DEPENDS csd_gen_args_pkg ${CSD_GEN_ARGS_TABLES}
+                     COMMENT "Generating ${kernel}_args_pkg.sv from its argument table"
+                     VERBATIM)
+  list(APPEND CSD_AXI_ARGS_PKGS "${pkg}")
+endforeach()
+add_custom_target(csd_rtl_axi_args_pkgs DEPENDS ${CSD_AXI_ARGS_PKGS})
+set(CSD_UPDATE_ARGS_PKG "${CSD_AXI_GEN_DIR}/csd_update_args_pkg.sv")
+set(CSD_COPY_ARGS_PKG "${CSD_AXI_GEN_DIR}/csd_axi_copy_args_pkg.sv")
+
+enable_testing()
+foreach(kernel ${CSD_AXI_KERNELS})
+  add_test(NAME rtl_axi_args_pkg_${kernel}
+           COMMAND csd_gen_args_pkg --kernel ${kernel}
+                   --check "${CSD_AXI_GEN_DIR}/${kernel}_args_pkg.sv")
+  set_tests_properties(rtl_axi_args_pkg_${kernel} PROPERTIES LABELS "quick;rtl" TIMEOUT 60)
+endforeach()
+
+# ---- Verilator ----------------------------------------------------------------------------------
+find_package(verilator 5.0 QUIET HINTS $ENV{VERILATOR_ROOT})
+if(NOT verilator_FOUND)
+  message(STATUS "csdkit RTL/AXI: Verilator >= 5.0 not found; the AXI lint and benches are "
+                 "skipped (csdkit_harness is still built).")
+  return()
+endif()
+find_program(CSD_AXI_VERILATOR_EXE NAMES verilator HINTS $ENV{VERILATOR_ROOT}/bin)
+if(NOT CSD_AXI_VERILATOR_EXE)
+  set(CSD_AXI_VERILATOR_EXE "${VERILATOR_BIN}")
+endif()
+
+set(CSD_AXI_TB_DIR "${CSD_AXI_RTL_DIR}/axi/tb")
+set(CSD_AXI_COPY_SOURCES "${CSD_AXI_RTL_DIR}/axi/csd_axi_pkg.sv" "${CSD_COPY_ARGS_PKG}"
+    ${CSD_AXI_SOURCES} "${CSD_AXI_TB_DIR}/csd_axi_copy_top.sv")
+set(CSD_AXI_MASTER_SOURCES ${CSD_AXI_SOURCES} "${CSD_AXI_TB_DIR}/csd_axi_master_tb_top.sv")
+set(CSD_AXI_CTRL_SOURCES "${CSD_AXI_RTL_DIR}/axi/csd_axi_pkg.sv" "${CSD_UPDATE_ARGS_PKG}"
+    ${CSD_AXI_SOURCES} "${CSD_AXI_TB_DIR}/csd_update_ctrl_tb_top.sv")
+list(REMOVE_DUPLICATES CSD_AXI_COPY_SOURCES)
+list(REMOVE_DUPLICATES CSD_AXI_CTRL_SOURCES)
+
+# The master bench's parameters: small and not powers of two, so the benches cover more than
+# the copy kernel's defaults (8 outstanding, 64-beat bursts, 512/128-word FIFOs).
+set(CSD_AXI_MASTER_TB_PARAMS -GMaxOutstanding=3 -GMaxBurstLen=16 -GRdFifoDepth=40
+                             -GWrFifoDepth=24)
+
+# Lint-clean -Wall (fatal), assertions on, registers start random (--x-initial unique and
+# randReset(2) in VerilatedDut) so only reset can make control state quiet.
+set(CSD_AXI_VERILATOR_ARGS -Wall --assert -O3 --x-assign fast --x-initial unique
+                           "${CSD_AXI_VLT}")
+
+add_library(csd_rtl_axi_models STATIC)
+target_compile_options(csd_rtl_axi_models PRIVATE -O2)
+set_target_properties(csd_rtl_axi_models PROPERTIES POSITION_INDEPENDENT_CODE ON)
+add_dependencies(csd_rtl_axi_models csd_rtl_axi_args_pkgs)
+
+function(csd_axi_verilate top)
+  cmake_parse_arguments(V "" "" "SOURCES;ARGS" ${ARGN})
+  verilate(csd_rtl_axi_models TRACE_FST
+           PREFIX V${top}
+           TOP_MODULE ${top}
+           THREADS 1
+           SOURCES ${V_SOURCES}
+           VERILATOR_ARGS ${CSD_AXI_VERILATOR_ARGS} ${V_ARGS}
+           OPT_FAST -O2
+           OPT_SLOW -O1
+           OPT_GLOBAL -O2)
+endfunction()
+
+csd_axi_verilate(csd_axi_copy_top SOURCES ${CSD_AXI_COPY_SOURCES})
+csd_axi_verilate(csd_axi_master_tb_top SOURCES ${CSD_AXI_MASTER_SOURCES}
+                 ARGS ${CSD_AXI_MASTER_TB_PARAMS})
+csd_axi_verilate(csd_update_ctrl_tb_top SOURCES ${CSD_AXI_CTRL_SOURCES})
+
+# ---- Benches ------------------------------------------------------------------------------------
+foreach(bench tb_csd_axi_copy_top tb_csd_axi_masters tb_csd_update_ctrl)
+  add_executable(${bench} "${CSD_AXI_TB_DIR}/${bench}.cpp")
+  target_link_libraries(${bench} PRIVATE csd_rtl_axi_models csdkit_harness csdkit_hls)
+  target_include_directories(${bench} PRIVATE "${CSD_AXI_TB_DIR}")
+  # Verilator's runtime headers are not -Wextra clean; take them as system headers.
+  target_include_directories(${bench} SYSTEM PRIVATE "${VERILATOR_ROOT}/include"
+                                                     "${VERILATOR_ROOT}/include/vltstd")
+  target_compile_features(${bench} PRIVATE cxx_std_17)
+  target_compile_options(${bench} PRIVATE -O2 -Wall -Wextra)
+  target_compile_definitions(${bench} PRIVATE VM_TRACE=1 VM_TRACE_FST=1)
+endforeach()
+
+foreach(bench copy_top masters update_ctrl)
+  set(exe tb_csd_axi_${bench})
+  if(bench STREQUAL "update_ctrl")
+    set(exe tb_csd_update_ctrl)
+  endif()
+  add_test(NAME rtl_axi_tb_${bench} COMMAND ${exe})
+  set_tests_properties(rtl_axi_tb_${bench} PROPERTIES LABELS "quick;rtl" TIMEOUT 300)
+  add_test(NAME rtl_axi_tb_${bench}_full COMMAND ${exe} --full)
+  set_tests_properties(rtl_axi_tb_${bench}_full PROPERTIES LABELS "nightly;rtl" TIMEOUT 3600)
+endforeach()
+
+# ---- Lint ---------------------------------------------------------------------------------------
+# Each module as the top with its sources; the master bench top also with the bench's and the
+# smallest parameters.
+function(csd_axi_lint name module)
+  add_test(NAME rtl_axi_lint_${name}
+           COMMAND "${CSD_AXI_VERILATOR_EXE}" --lint-only -Wall "${CSD_AXI_VLT}" ${ARGN}
+                   --top-module ${module})
+  set_tests_properties(rtl_axi_lint_${name} PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 120)
+endfunction()
+foreach(module csd_axi_fifo csd_axi_rd_master csd_axi_wr_master csd_axil_ctrl)
+  csd_axi_lint(${module} ${module} ${CSD_AXI_SOURCES})
+endforeach()
+csd_axi_lint(csd_axi_copy_top csd_axi_copy_top ${CSD_AXI_COPY_SOURCES})
+csd_axi_lint(csd_update_ctrl_tb_top csd_update_ctrl_tb_top ${CSD_AXI_CTRL_SOURCES})
+csd_axi_lint(csd_axi_master_tb_top csd_axi_master_tb_top ${CSD_AXI_MASTER_SOURCES})
+csd_axi_lint(csd_axi_master_tb_top_small csd_axi_master_tb_top ${CSD_AXI_MASTER_SOURCES}
+             ${CSD_AXI_MASTER_TB_PARAMS})
+csd_axi_lint(csd_axi_master_tb_top_min csd_axi_master_tb_top ${CSD_AXI_MASTER_SOURCES}
+             -GMaxOutstanding=1 -GMaxBurstLen=1 -GRdFifoDepth=1 -GWrFifoDepth=1)

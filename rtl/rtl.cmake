@@ -1,0 +1,136 @@
+# RTL: the SystemVerilog under rtl/, linted and simulated with Verilator (>= 5.0).
+# Included from the top-level CMakeLists.txt (OPTIONAL). Without Verilator the project still
+# configures and builds; the RTL tests are simply not registered.
+#
+# Targets:  csd_rtl_fp_models (every Verilated fp model, one static library so the Verilator
+#           runtime is compiled once), tb_<unit> (one bench per unit, rtl/fp/tb/).
+# Tests:    rtl_lint_<module>[_ftz]          quick       verilator --lint-only -Wall
+#           rtl_tb_<unit>                    quick       biased random + directed, both policies
+#           rtl_tb_<unit>_exhaustive_<k>     exhaustive  2^32 inputs in 16 shards (unary units)
+# Options:  CSDKIT_RTL_TRACE=ON builds the models with FST tracing; a bench then writes
+#           $CSDKIT_RTL_FST.<model>.fst when that variable is set.
+# Variables for other RTL: CSD_FP_SOURCES (csd_fp_pkg and every fp module, in compile order),
+#           CSD_RTL_VLT (the waiver file). Unit latencies: csd_fp_pkg::*_LATENCY, digit_latency().
+
+find_package(verilator 5.0 QUIET HINTS $ENV{VERILATOR_ROOT})
+if(NOT verilator_FOUND)
+  message(STATUS "csdkit RTL: Verilator >= 5.0 not found (Debian: apt-get install verilator; "
+                 "or set VERILATOR_ROOT). The RTL lint and simulation tests are skipped.")
+  return()
+endif()
+find_program(CSDKIT_VERILATOR_EXE NAMES verilator HINTS $ENV{VERILATOR_ROOT}/bin)
+if(NOT CSDKIT_VERILATOR_EXE)
+  set(CSDKIT_VERILATOR_EXE "${VERILATOR_BIN}")
+endif()
+message(STATUS "csdkit RTL: Verilator ${verilator_VERSION} (${CSDKIT_VERILATOR_EXE})")
+
+option(CSDKIT_RTL_TRACE "Build the Verilated RTL models with FST tracing" OFF)
+
+set(CSD_RTL_DIR "${CMAKE_CURRENT_LIST_DIR}")
+set(CSD_RTL_VLT "${CSD_RTL_DIR}/lint/csd.vlt")
+set(CSD_FP_SOURCES
+    "${CSD_RTL_DIR}/pkg/csd_fp_pkg.sv"
+    "${CSD_RTL_DIR}/fp/csd_fp_valid_pipe.sv"
+    "${CSD_RTL_DIR}/fp/csd_fp_classify.sv"
+    "${CSD_RTL_DIR}/fp/csd_fp_round.sv"
+    "${CSD_RTL_DIR}/fp/csd_fp_cvt.sv")
+# Units with an FtzDaz parameter (two models each) and the conversions (policy-free).
+set(CSD_FP_POLICY_UNITS csd_fp_add csd_fp_mul csd_fp_div csd_fp_sqrt csd_fp_sign)
+set(CSD_FP_CONV_UNITS csd_fp_f16_to_f32 csd_fp_f32_to_f16 csd_fp_bf16_to_f32 csd_fp_f32_to_bf16)
+set(CSD_FP_UNITS ${CSD_FP_POLICY_UNITS} ${CSD_FP_CONV_UNITS})
+# Units with a BitsPerStage parameter (digit recurrences).
+set(CSD_FP_DIGIT_UNITS csd_fp_div csd_fp_sqrt)
+foreach(unit ${CSD_FP_UNITS})
+  list(APPEND CSD_FP_SOURCES "${CSD_RTL_DIR}/fp/${unit}.sv")
+endforeach()
+# Unary units swept exhaustively (2^32 inputs, 16 shards of 2^28) under the exhaustive label.
+set(CSD_FP_EXHAUSTIVE_UNITS csd_fp_f32_to_f16 csd_fp_sqrt csd_fp_f32_to_bf16)
+set(CSD_FP_EXHAUSTIVE_SHARDS 16)
+
+# Verilator flags: lint-clean -Wall (warnings are fatal, so the parameter variants are linted
+# by the build too), single-threaded model, datapath registers start random (--x-initial
+# unique + randReset(2) in the benches) so only the reset valid pipeline can make them quiet.
+# tb_public.vlt exposes each unit's Latency to the benches (kept out of the sources, so the
+# units stay inlinable in larger designs).
+set(CSD_VERILATOR_ARGS -Wall -O3 --x-assign fast --x-initial unique "${CSD_RTL_VLT}"
+    "${CSD_RTL_DIR}/fp/tb/tb_public.vlt")
+set(CSD_VERILATE_TRACE)
+if(CSDKIT_RTL_TRACE)
+  set(CSD_VERILATE_TRACE TRACE_FST)
+endif()
+
+add_library(csd_rtl_fp_models STATIC)
+target_compile_options(csd_rtl_fp_models PRIVATE -O2)
+set_target_properties(csd_rtl_fp_models PROPERTIES POSITION_INDEPENDENT_CODE ON)
+
+function(csd_fp_verilate unit prefix)
+  verilate(csd_rtl_fp_models ${CSD_VERILATE_TRACE}
+           PREFIX ${prefix}
+           TOP_MODULE ${unit}
+           THREADS 1
+           SOURCES ${CSD_FP_SOURCES}
+           VERILATOR_ARGS ${CSD_VERILATOR_ARGS} ${ARGN}
+           OPT_FAST -O2
+           OPT_SLOW -O2
+           OPT_GLOBAL -O2)
+endfunction()
+
+foreach(unit ${CSD_FP_POLICY_UNITS})
+  csd_fp_verilate(${unit} V${unit}_ieee "-GFtzDaz=1'b0")
+  csd_fp_verilate(${unit} V${unit}_ftz "-GFtzDaz=1'b1")
+endforeach()
+foreach(unit ${CSD_FP_CONV_UNITS})
+  csd_fp_verilate(${unit} V${unit})
+endforeach()
+# The digit-recurrence units once more with 3 bits per stage (a count that does not divide the
+# 24 digits), so a non-default pipeline depth is simulated too.
+foreach(unit ${CSD_FP_DIGIT_UNITS})
+  csd_fp_verilate(${unit} V${unit}_ieee_r3 "-GFtzDaz=1'b0" "-GBitsPerStage=3")
+endforeach()
+
+# ---- Benches ------------------------------------------------------------------------------------
+foreach(unit ${CSD_FP_UNITS})
+  add_executable(tb_${unit} "${CSD_RTL_DIR}/fp/tb/tb_${unit}.cpp")
+  target_link_libraries(tb_${unit} PRIVATE csd_rtl_fp_models csdkit_hls)
+  target_include_directories(tb_${unit} PRIVATE "${CSD_RTL_DIR}/fp/tb")
+  # Verilator's runtime headers are not -Wextra clean; take them as system headers.
+  target_include_directories(tb_${unit} SYSTEM PRIVATE "${VERILATOR_ROOT}/include")
+  # The oracle is the host's SSE/F16C arithmetic: no contraction, no fast-math, F16C on.
+  target_compile_options(tb_${unit} PRIVATE -O2 -mf16c -ffp-contract=off -fno-math-errno
+                                            -Wall -Wextra)
+  target_compile_definitions(tb_${unit} PRIVATE
+    VM_TRACE=$<BOOL:${CSDKIT_RTL_TRACE}> VM_TRACE_FST=$<BOOL:${CSDKIT_RTL_TRACE}>)
+  add_test(NAME rtl_tb_${unit} COMMAND tb_${unit})
+  set_tests_properties(rtl_tb_${unit} PROPERTIES LABELS "quick;rtl" TIMEOUT 600)
+endforeach()
+
+foreach(unit ${CSD_FP_EXHAUSTIVE_UNITS})
+  math(EXPR last "${CSD_FP_EXHAUSTIVE_SHARDS} - 1")
+  foreach(shard RANGE 0 ${last})
+    if(shard LESS 10)
+      set(tag "0${shard}")
+    else()
+      set(tag "${shard}")
+    endif()
+    add_test(NAME rtl_tb_${unit}_exhaustive_${tag}
+             COMMAND tb_${unit} --exhaustive --shard ${shard}
+                     --shards ${CSD_FP_EXHAUSTIVE_SHARDS})
+    set_tests_properties(rtl_tb_${unit}_exhaustive_${tag} PROPERTIES
+                         LABELS "exhaustive;rtl" TIMEOUT 7200)
+  endforeach()
+endforeach()
+
+# ---- Lint ---------------------------------------------------------------------------------------
+# Each module as the top, all sources given (modules outside its hierarchy are not elaborated).
+# Units with a policy are linted with both values of FtzDaz.
+foreach(module csd_fp_valid_pipe csd_fp_classify csd_fp_round csd_fp_cvt ${CSD_FP_UNITS})
+  set(lint_cmd "${CSDKIT_VERILATOR_EXE}" --lint-only -Wall "${CSD_RTL_VLT}" ${CSD_FP_SOURCES}
+               --top-module ${module})
+  add_test(NAME rtl_lint_${module} COMMAND ${lint_cmd})
+  set_tests_properties(rtl_lint_${module} PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 120)
+  if(module IN_LIST CSD_FP_POLICY_UNITS OR module STREQUAL "csd_fp_classify" OR
+     module STREQUAL "csd_fp_round")
+    add_test(NAME rtl_lint_${module}_ftz COMMAND ${lint_cmd} "-GFtzDaz=1'b1")
+    set_tests_properties(rtl_lint_${module}_ftz PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 120)
+  endif()
+endforeach()
