@@ -10,10 +10,30 @@
 #include "csdkit/aligned_buffer.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/update_args.h"
 #include "csdkit/hls/word.h"
 #include "csdkit/xclbin.h"
 
 namespace csdkit::emu {
+
+RtlMemory ParseRtlMemory(const std::string& s) {
+  if (s == "ideal") return RtlMemory::kIdeal;
+  if (s == "ddr") return RtlMemory::kDdr;
+  if (s == "stress") return RtlMemory::kStress;
+  throw std::invalid_argument("memory timing: expected ideal, ddr or stress, found '" + s + "'");
+}
+
+#ifndef CSDKIT_HAVE_RTL
+// Without Verilator at configure time there is no RTL model in the build: say so.
+bool RtlAvailable() { return false; }
+RtlLaunchStats RunRtlLaunch(const std::vector<RtlRegion>&,
+                            const std::vector<std::pair<std::string, uint64_t>>&,
+                            const RtlOptions&) {
+  throw std::runtime_error("this build has no Verilated RTL (Verilator was not found when it "
+                           "was configured; run scripts/setup and rebuild)");
+}
+nlohmann::json RtlUnitLatencies() { return nlohmann::json::object(); }
+#endif
 
 Backend ParseBackend(const std::string& s) {
   if (s == "model") return Backend::kModel;
@@ -43,11 +63,13 @@ EmulatedSmartSsd::EmulatedSmartSsd(const EmuOptions& o) : opt_(o), engine_(o.aio
     ex.platform = kEmulatedSmartSsdPlatform;
     CheckXclbin(o.xclbin, ex);
   }
+#ifndef CSDKIT_HAVE_RTL
   if (o.backend == Backend::kRtl) {
     throw std::invalid_argument(
         "backend rtl: expected a build with the Verilated updater RTL, found none in this build "
-        "(use --backend model)");
+        "(Verilator was not found at configure time; use --backend model)");
   }
+#endif
 }
 
 EmulatedSmartSsd::~EmulatedSmartSsd() = default;
@@ -174,8 +196,39 @@ uint32_t EmulatedSmartSsd::LaunchUpdate(const UpdateBuffersDev& b, uint32_t n, u
                         "out16");
   hls::Word* status = need(b.status, wb, "status");
   const hls::Scalars& s = k.scalars;
-  csd_update(theta, m, v, grad, idx, blk, out, status, n, nnz, k.mode, s.unscale, s.lr, s.beta1,
-             s.omb1, s.beta2, s.omb2, s.eps, s.wd, s.c1, s.c2);
+  if (opt_.backend == Backend::kModel) {
+    csd_update(theta, m, v, grad, idx, blk, out, status, n, nnz, k.mode, s.unscale, s.lr,
+               s.beta1, s.omb1, s.beta2, s.omb2, s.eps, s.wd, s.c1, s.c2);
+  } else {
+#ifdef CSDKIT_HAVE_RTL
+    // The RTL reads and writes the device buffers through its AXI masters: device address =
+    // host address of the emulated DDR, each buffer one region of the memory map.
+    std::vector<RtlRegion> regions;
+    const DeviceBufferPtr* bufs[8] = {&b.theta, &b.m,     &b.v,     &b.grad,
+                                      &b.sp_idx, &b.sp_blk, &b.out16, &b.status};
+    const hls::Word* ptrs[8] = {theta, m, v, grad, idx, blk, out, status};
+    for (int i = 0; i < 8; ++i) {
+      if (ptrs[i] == nullptr || !*bufs[i]) continue;
+      bool seen = false;
+      for (const RtlRegion& r : regions) seen |= r.host == static_cast<const void*>(ptrs[i]);
+      if (seen) continue;
+      regions.push_back({reinterpret_cast<uint64_t>(ptrs[i]), (*bufs[i])->size(),
+                         const_cast<hls::Word*>(ptrs[i]), hls::kUpdateArgs[i].name});
+    }
+    auto addr = [](const hls::Word* p) { return reinterpret_cast<uint64_t>(p); };
+    const std::vector<std::pair<std::string, uint64_t>> args = {
+        {"theta", addr(theta)},   {"m", addr(m)},           {"v", addr(v)},
+        {"grad", addr(grad)},     {"sp_idx", addr(idx)},    {"sp_blk", addr(blk)},
+        {"out16", addr(out)},     {"status", addr(status)}, {"n", n},
+        {"nnz", nnz},             {"mode", k.mode},         {"unscale", s.unscale},
+        {"lr", s.lr},             {"beta1", s.beta1},       {"omb1", s.omb1},
+        {"beta2", s.beta2},       {"omb2", s.omb2},         {"eps", s.eps},
+        {"wd", s.wd},             {"c1", s.c1},             {"c2", s.c2}};
+    const RtlLaunchStats st = RunRtlLaunch(regions, args, opt_.rtl);
+    std::lock_guard<std::mutex> lock(mu_);
+    last_rtl_ = st;
+#endif
+  }
   const uint32_t* st = reinterpret_cast<const uint32_t*>(status);
   if (status16 != nullptr) std::memcpy(status16, st, wb);
   if (opt_.links) {
@@ -200,6 +253,11 @@ uint32_t EmulatedSmartSsd::Crc32(const DeviceBuffer& b, uint64_t offset, uint64_
     len -= chunk;
   }
   return static_cast<uint32_t>(c);
+}
+
+RtlLaunchStats EmulatedSmartSsd::last_rtl_launch() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_rtl_;
 }
 
 LinkBytes EmulatedSmartSsd::bytes() const {

@@ -29,6 +29,7 @@ void AddBenchCommand(CLI::App& app) {
     std::cout << bench::KernelBench(*o).dump(2) << "\n";
   });
   AddIoBench(b);
+  AddRtlBench(b);
 
   auto so = std::make_shared<bench::StepBenchOptions>();
   CLI::App* st = b->add_subcommand(

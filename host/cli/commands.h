@@ -18,6 +18,10 @@ void AddP2pCommand(CLI::App& app);
 void AddSelfTestCommand(CLI::App& app);
 /// `csdkit xclbin inspect | check | emu`.
 void AddXclbinCommand(CLI::App& app);
+/// `csdkit verify`: host model vs RTL per output buffer.
+void AddRtlCommands(CLI::App& app);
+/// `csdkit bench rtl`: registered on the `bench` subcommand.
+void AddRtlBench(CLI::App* bench);
 /// `csdkit bench ...`: benchmarks printing JSON.
 void AddBenchCommand(CLI::App& app);
 /// `csdkit bench io`: registered on the `bench` subcommand.

@@ -9,7 +9,10 @@
 #include <string>
 
 #include "commands.h"
+#include "csdkit/emu/emu_device.h"
 #include "csdkit/hls/update_args.h"
+#include "csdkit/opencl_device.h"
+#include "csdkit/selftest.h"
 #include "csdkit/problem.h"
 #include "csdkit/sparse_codec.h"
 
@@ -30,6 +33,7 @@ struct KernelOpts {
          dampening = NAN, lr_decay = NAN, acc0 = NAN;
   bool nesterov = false;
   double loss_scale = 1.0, clip = 1.0;
+  std::string backend = "model", trace, memory = "ideal";
 };
 
 std::string Hex(uint32_t x) {
@@ -103,7 +107,29 @@ int RunKernel(const KernelOpts& o) {
   if (!o.dump.empty()) inputs = std::make_unique<UpdateBuffers>(p.buf.Clone());
 
   const auto t0 = std::chrono::steady_clock::now();
-  const uint32_t err = p.Run();
+  uint64_t cycles = 0;
+  if (o.backend == "model") {
+    p.Run();
+  } else {
+    // The same launch on a device: the emulated SmartSSD with the RTL, or an OpenCL device.
+    std::unique_ptr<Device> dev;
+    emu::EmulatedSmartSsd* emu_dev = nullptr;
+    if (o.backend == "rtl") {
+      emu::EmuOptions eo;
+      eo.backend = emu::Backend::kRtl;
+      eo.rtl.memory = emu::ParseRtlMemory(o.memory);
+      eo.rtl.seed = o.seed;
+      eo.rtl.trace = o.trace;
+      auto d = std::make_unique<emu::EmulatedSmartSsd>(eo);
+      emu_dev = d.get();
+      dev = std::move(d);
+    } else {
+      dev = std::make_unique<OpenClDevice>(OpenClOptions{});
+    }
+    p.buf = RunOnDevice(*dev, p);
+    if (emu_dev) cycles = emu_dev->last_rtl_launch().cycles;
+  }
+  const uint32_t err = p.buf.status.as<uint32_t>()[hls::kStatusError];
   const auto t1 = std::chrono::steady_clock::now();
   const double sec = std::chrono::duration<double>(t1 - t0).count();
   const double eps = sec > 0 ? p.spec.n / sec : 0.0;
@@ -115,7 +141,8 @@ int RunKernel(const KernelOpts& o) {
   if (o.json) {
     nlohmann::json j;
     j["kernel"] = hls::kUpdateKernelName;
-    j["backend"] = "model";
+    j["backend"] = o.backend;
+    if (o.backend == "rtl") j["cycles"] = cycles;
     j["optimizer"] = o.optimizer;
     j["grad"] = DTypeName(spec.grad.grad);
     j["out"] = OutDTypeName(spec.grad.out);
@@ -135,7 +162,8 @@ int RunKernel(const KernelOpts& o) {
     if (!o.dump.empty()) j["dump"] = o.dump;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("csd_update host model: optimizer=%s grad=%s out=%s n=%u %s ftz=%s seed=%llu step=%lld\n",
+    std::printf("csd_update %s: optimizer=%s grad=%s out=%s n=%u %s ftz=%s seed=%llu step=%lld\n",
+                o.backend == "model" ? "host model" : o.backend == "rtl" ? "RTL (Verilator)" : "OpenCL",
                 o.optimizer.c_str(), DTypeName(spec.grad.grad), OutDTypeName(spec.grad.out),
                 p.spec.n,
                 p.spec.grad.sparse ? ("sparse nnz=" + std::to_string(p.nnz)).c_str() : "dense",
@@ -143,6 +171,11 @@ int RunKernel(const KernelOpts& o) {
                 static_cast<long long>(o.step));
     std::printf("status   %s\n", err == 0 ? "ok" : DescribeKernelError(err, err_pos).c_str());
     std::printf("time     %.3f ms, %.1f M elements/s\n", sec * 1e3, eps / 1e6);
+    if (o.backend == "rtl") {
+      std::printf("cycles   %llu (%.3f per element, %.3f words per cycle)\n",
+                  static_cast<unsigned long long>(cycles), static_cast<double>(cycles) / p.spec.n,
+                  p.spec.n / 16.0 / static_cast<double>(cycles ? cycles : 1));
+    }
     std::printf("%-8s %-5s %10s  %s\n", "output", "dtype", "count", "crc32");
     for (const ArrayView& a : outs) {
       std::printf("%-8s %-5s %10llu  %s\n", a.name.c_str(), a.dtype.c_str(),
@@ -177,6 +210,14 @@ void AddKernelCommand(CLI::App& app) {
   c->add_flag("--json", o->json, "print JSON");
   c->add_option("--dump", o->dump, "write inputs, outputs and problem.json (golden vectors) here");
   c->add_flag("--args", o->args, "print the kernel's argument table / register map and exit");
+  c->add_option("--backend", o->backend,
+                "model (host model), rtl (Verilated RTL through the AXI harness), opencl")
+      ->check(CLI::IsMember({"model", "rtl", "opencl"}))
+      ->capture_default_str();
+  c->add_option("--trace", o->trace, "rtl: write an FST waveform of the launch to this file");
+  c->add_option("--memory", o->memory, "rtl: AXI memory timing ideal|ddr|stress")
+      ->check(CLI::IsMember({"ideal", "ddr", "stress"}))
+      ->capture_default_str();
   c->add_option("--lr", o->lr, "learning rate");
   c->add_option("--beta1", o->beta1, "beta1");
   c->add_option("--beta2", o->beta2, "beta2");

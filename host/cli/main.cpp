@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   csdkit::cli::AddP2pCommand(app);
   csdkit::cli::AddSelfTestCommand(app);
   csdkit::cli::AddXclbinCommand(app);
+  csdkit::cli::AddRtlCommands(app);
   csdkit::cli::AddBenchCommand(app);
   try {
     csdkit::CheckFpEnvironment();

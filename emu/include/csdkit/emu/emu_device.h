@@ -15,6 +15,7 @@
 #include "csdkit/aio/aio_engine.h"
 #include "csdkit/device.h"
 #include "csdkit/emu/link_model.h"
+#include "csdkit/emu/rtl_kernel.h"
 
 namespace csdkit::emu {
 
@@ -35,6 +36,8 @@ struct EmuOptions {
   /// The "bitstream" to load: an xclbin that must describe csd_update (the argument table) for
   /// the emulated SmartSSD platform, checked as a card's would be ("" = none).
   std::string xclbin;
+  /// Backend rtl: memory timing behind the kernel's AXI bundles, seed, optional FST trace.
+  RtlOptions rtl;
 };
 
 class EmulatedSmartSsd final : public Device {
@@ -67,6 +70,8 @@ class EmulatedSmartSsd final : public Device {
 
   /// Storage-engine counters of this device (requests, short transfers, ...).
   aio::IoCounters io_counters() const { return engine_.counters(); }
+  /// Backend rtl: the statistics of the last launch (cycles, bytes per bundle).
+  RtlLaunchStats last_rtl_launch() const;
 
   class Buffer;
   friend class Buffer;
@@ -80,6 +85,7 @@ class EmulatedSmartSsd final : public Device {
   std::atomic<uint64_t> allocated_{0};
   mutable std::mutex mu_;
   LinkBytes bytes_;
+  RtlLaunchStats last_rtl_;
 };
 
 }  // namespace csdkit::emu

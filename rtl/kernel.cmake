@@ -1,0 +1,61 @@
+# The updater kernel's RTL top (rtl/kernels/updater/csd_update.sv: control slave, AXI masters,
+# core) Verilated twice — IEEE and FTZ/DAZ builds — into one library with the C++ launcher that
+# runs it behind the emulation harness (emu/rtl/rtl_kernel.cpp). The emulated SmartSSD's `rtl`
+# backend, `csdkit verify` and `csdkit bench rtl` use it. Needs rtl.cmake, axi.cmake and
+# updater.cmake (included before this file).
+if(NOT CSD_UPD_ALL_SOURCES OR NOT CSD_AXI_SOURCES OR NOT TARGET csdkit_harness)
+  message(STATUS "csdkit: RTL kernel not built (needs Verilator and the RTL sources)")
+  return()
+endif()
+
+# FST tracing is compiled in (it costs nothing until a trace is opened: --trace / CSDKIT_TRACE).
+set(CSDKIT_KERNEL_TRACE TRACE_FST)
+set(csd_kernel_sources ${CSD_UPD_ALL_SOURCES} ${CSD_AXI_SOURCES} ${CSD_UPDATE_ARGS_PKG}
+    ${CMAKE_CURRENT_LIST_DIR}/kernels/updater/csd_update.sv)
+set(csd_kernel_vlt ${CMAKE_CURRENT_LIST_DIR}/lint/csd.vlt ${CMAKE_CURRENT_LIST_DIR}/lint/csd_axi.vlt
+    ${CMAKE_CURRENT_LIST_DIR}/lint/csd_updater.vlt)
+
+add_library(csdkit_rtl_kernel STATIC ${PROJECT_SOURCE_DIR}/emu/rtl/rtl_kernel.cpp)
+set_target_properties(csdkit_rtl_kernel PROPERTIES POSITION_INDEPENDENT_CODE ON)
+foreach(policy ieee ftz)
+  set(ftz_bit 0)
+  if(policy STREQUAL "ftz")
+    set(ftz_bit 1)
+  endif()
+  verilate(csdkit_rtl_kernel ${CSDKIT_KERNEL_TRACE}
+           PREFIX Vcsd_update_${policy}
+           TOP_MODULE csd_update
+           THREADS 1
+           SOURCES ${csd_kernel_sources}
+           VERILATOR_ARGS -Wall --x-assign fast --x-initial unique ${csd_kernel_vlt}
+                          "-GFtzDaz=1'b${ftz_bit}"
+           OPT_FAST -O2
+           OPT_SLOW -O1
+           OPT_GLOBAL -O2)
+endforeach()
+add_dependencies(csdkit_rtl_kernel csd_rtl_axi_args_pkgs)
+target_include_directories(csdkit_rtl_kernel PUBLIC ${PROJECT_SOURCE_DIR}/emu/include)
+target_include_directories(csdkit_rtl_kernel SYSTEM PRIVATE "${VERILATOR_ROOT}/include")
+target_link_libraries(csdkit_rtl_kernel PUBLIC csdkit_harness csdkit_hls nlohmann_json::nlohmann_json)
+target_compile_definitions(csdkit_rtl_kernel PRIVATE VM_TRACE=1 VM_TRACE_FST=1)
+target_compile_options(csdkit_rtl_kernel PRIVATE -O2 -Wno-unknown-pragmas)
+
+# The emulated device's rtl backend.
+target_link_libraries(csdkit_emu PUBLIC csdkit_rtl_kernel)
+target_compile_definitions(csdkit_emu PRIVATE CSDKIT_HAVE_RTL=1)
+
+# Lint of the whole kernel as part of the build's tests.
+add_test(NAME rtl_lint_csd_update
+         COMMAND ${CSDKIT_VERILATOR_EXE} --lint-only -Wall ${csd_kernel_vlt} ${csd_kernel_sources}
+                 --top-module csd_update)
+set_tests_properties(rtl_lint_csd_update PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 300)
+
+# Kernel-level tests: RTL through AXI vs the host model, malformed streams, runtime on rtl devices.
+add_executable(rtl_kernel_test ${PROJECT_SOURCE_DIR}/tests/rtl_kernel_test.cpp)
+target_link_libraries(rtl_kernel_test PRIVATE csdkit_test_util csdkit_runtime csdkit_emu csdkit_host
+                      GTest::gtest GTest::gtest_main)
+target_compile_options(rtl_kernel_test PRIVATE ${CSDKIT_MODEL_FLAGS} -O2)
+target_compile_definitions(rtl_kernel_test PRIVATE
+  CSDKIT_TEST_DIR="${CMAKE_BINARY_DIR}/tests/rtl_kernel_test_stores")
+gtest_discover_tests(rtl_kernel_test PROPERTIES LABELS "quick;rtl" TIMEOUT 1500
+                     DISCOVERY_TIMEOUT 120)

@@ -1,0 +1,188 @@
+// csd_update_pkg: constants, types and the pipeline schedule of the streaming updater core
+// (csd_update_core and its submodules).
+//
+// Mirrors, for the RTL, what the C++ kernel takes from hls/include/csdkit/hls/: the mode word
+// layout and its validity rules (mode.h), the status word and its error bits (mode.h), the
+// sparse block size (sparse.h), and the launch-constant controls of the unified datapath
+// (MakeRuleCtl in rules.h). The C++ headers are normative; a difference here is a bug here.
+//
+// The lane schedule (T_*) is derived from the latencies of the rtl/fp units, which csd_fp_pkg
+// exports (each unit's Latency localparam is defined from them). Every lane also checks in
+// simulation that each unit's valid_o arrives exactly when the schedule says
+// (csd_update_lane), so a change in an fp unit cannot silently misalign the delay lines.
+
+`default_nettype none
+
+package csd_update_pkg;
+
+  // ---- Memory channels --------------------------------------------------------------------------
+
+  /// Read channels of the core (index into its rd_* port arrays).
+  typedef enum int unsigned {
+    RdTheta = 0,  // binary32 master weights
+    RdM     = 1,  // first moment / momentum
+    RdV     = 2,  // second moment / Adagrad sum
+    RdGrad  = 3,  // dense gradient, or the sparse values
+    RdIdx   = 4,  // sparse: uint16 in-block offsets
+    RdBlk   = 5   // sparse: uint32 block table
+  } rd_port_e;
+  /// Number of read channels.
+  localparam int unsigned NUM_RD = 6;
+
+  /// Write channels of the core (index into its wr_* port arrays).
+  typedef enum int unsigned {
+    WrTheta  = 0,  // updated weights, in place
+    WrM      = 1,  // updated first moment, in place
+    WrV      = 2,  // updated second moment, in place
+    WrOut16  = 3,  // fp16/bf16 copy of the updated weights
+    WrStatus = 4   // the status word (16 x 32 bits), always written, last
+  } wr_port_e;
+  /// Number of write channels.
+  localparam int unsigned NUM_WR = 5;
+
+  /// Width of a command's word offset and word count.
+  localparam int unsigned CMD_BITS = 32;
+
+  // ---- Mode word (hls/include/csdkit/hls/mode.h) ------------------------------------------------
+
+  /// Optimizer codes, mode bits [2:0].
+  localparam logic [2:0] OPT_ADAMW = 3'd0;
+  localparam logic [2:0] OPT_ADAM = 3'd1;
+  localparam logic [2:0] OPT_SGD = 3'd2;
+  localparam logic [2:0] OPT_ADAGRAD = 3'd3;
+  localparam logic [2:0] OPT_LION = 3'd4;
+
+  /// Data type codes: gradient (mode bits [4:3]) and low-precision copy (bits [6:5], where
+  /// DT_FP32 means "no copy").
+  localparam logic [1:0] DT_FP32 = 2'd0;
+  localparam logic [1:0] DT_FP16 = 2'd1;
+  localparam logic [1:0] DT_BF16 = 2'd2;
+
+  /// Single-bit mode flags.
+  localparam int unsigned MODE_SPARSE = 7;
+  localparam int unsigned MODE_FTZ = 8;
+  localparam int unsigned MODE_L2 = 9;
+  localparam int unsigned MODE_MOMENTUM = 10;
+  localparam int unsigned MODE_NESTEROV = 11;
+  localparam int unsigned MODE_FIRST = 12;
+  /// Bits above the known fields must be zero.
+  localparam int unsigned MODE_KNOWN_BITS = 13;
+
+  // ---- Status word (lanes of the 512-bit status buffer) and error bits --------------------------
+
+  localparam int unsigned STATUS_ERROR = 0;
+  localparam int unsigned STATUS_ERROR_POS = 1;
+  localparam int unsigned STATUS_ELEMS = 2;
+  localparam int unsigned STATUS_NNZ = 3;
+  localparam int unsigned STATUS_MAGIC = 15;
+  /// 32-bit lanes of the status buffer (one 512-bit word of the model).
+  localparam int unsigned STATUS_LANES = 16;
+  localparam logic [31:0] STATUS_MAGIC_VALUE = 32'hc5d0_001b;
+
+  localparam logic [31:0] ERR_BAD_MODE = 32'h01;     // invalid mode word (or policy mismatch)
+  localparam logic [31:0] ERR_BLK_TABLE = 32'h02;    // table does not start at 0, or decreases
+  localparam logic [31:0] ERR_UNSORTED = 32'h04;     // an offset below its predecessor
+  localparam logic [31:0] ERR_DUPLICATE = 32'h08;    // an offset equal to its predecessor
+  localparam logic [31:0] ERR_OUT_OF_RANGE = 32'h10; // an offset at or past its block's size
+  localparam logic [31:0] ERR_COUNT = 32'h20;        // table total != nnz, entry > nnz, nnz > n
+
+  // ---- Sparse format (hls/include/csdkit/hls/sparse.h) ------------------------------------------
+
+  /// Elements per sparse block: 2^BLOCK_BITS.
+  localparam int unsigned BLOCK_BITS = 16;
+
+  // ---- Launch-constant datapath controls (MakeRuleCtl, rules.h) ---------------------------------
+
+  /// binary32 1.0, the value MakeRuleCtl substitutes for operands an optimizer does not have.
+  localparam logic [31:0] FP32_ONE = 32'h3f80_0000;
+
+  /// The binary32 operands of the datapath, with the optimizer's fixed constants substituted
+  /// (c1 = 1 except AdamW/Lion, c2 = 1 except Adam/AdamW, Adagrad beta2 = omb2 = 1).
+  typedef struct packed {
+    logic [31:0] unscale;
+    logic [31:0] lr;
+    logic [31:0] beta1;
+    logic [31:0] omb1;
+    logic [31:0] beta2;
+    logic [31:0] omb2;
+    logic [31:0] eps;
+    logic [31:0] wd;
+    logic [31:0] c1;
+    logic [31:0] c2;
+  } operands_t;
+
+  /// The select signals of the datapath graph (rules.h); 1 takes the first input of Sel().
+  typedef struct packed {
+    logic l2;        // (2)  g = g + wd * theta
+    logic mom_pass;  // (3)  mom = g
+    logic lion;      // (4), (5), (8), (10)
+    logic adagrad;   // (7)  numerator g
+    logic use_q;     // (8)  u = q
+    logic sgd;       // (8)  u = mom or Nesterov
+    logic nesterov;  // (8)  u = g + beta1 * mom
+  } sel_t;
+
+  // ---- Latencies of the rtl/fp units ------------------------------------------------------------
+
+  /// Quotient / root bits per digit stage of csd_fp_div and csd_fp_sqrt as instantiated here.
+  localparam int unsigned DIGIT_BITS_PER_STAGE = 2;
+  /// csd_fp_mul, csd_fp_add.
+  localparam int unsigned LAT_MUL = csd_fp_pkg::MUL_LATENCY;
+  localparam int unsigned LAT_ADD = csd_fp_pkg::ADD_LATENCY;
+  /// csd_fp_div and csd_fp_sqrt at DIGIT_BITS_PER_STAGE.
+  localparam int unsigned LAT_DIV = csd_fp_pkg::digit_latency(DIGIT_BITS_PER_STAGE);
+  localparam int unsigned LAT_SQRT = csd_fp_pkg::digit_latency(DIGIT_BITS_PER_STAGE);
+  /// csd_fp_sign and the four format conversions.
+  localparam int unsigned LAT_SIGN = csd_fp_pkg::SIGN_LATENCY;
+  localparam int unsigned LAT_CVT = csd_fp_pkg::CVT_LATENCY;
+
+  function automatic int unsigned max2(int unsigned a, int unsigned b);
+    return (a > b) ? a : b;
+  endfunction
+
+  // ---- Lane schedule ----------------------------------------------------------------------------
+  // Cycle, counted from the lane's input, at which each value of the rules.h graph is ready;
+  // an operation starts when its last operand is ready and other operands wait in delay lines.
+  // Numbers in brackets are the values with the current units (mul/add 6, div/sqrt 16, sign
+  // and conversions 3).
+
+  /// g_in: the gradient widened from its storage type [3].
+  localparam int unsigned T_GIN = LAT_CVT;
+  /// (1) g1 = g_in * unscale, and wd * theta [9].
+  localparam int unsigned T_G1 = T_GIN + LAT_MUL;
+  /// (2) g [15].
+  localparam int unsigned T_G = T_G1 + LAT_ADD;
+  /// beta1 * m, omb1 * g, g * g; (4) sq [21].
+  localparam int unsigned T_P = T_G + LAT_MUL;
+  /// (3) mom [27].
+  localparam int unsigned T_MOM = T_P + LAT_ADD;
+  /// beta2 * (Lion ? m : v), omb2 * sq [27].
+  localparam int unsigned T_Q = T_P + LAT_MUL;
+  /// (5) acc [33].
+  localparam int unsigned T_ACC = T_Q + LAT_ADD;
+  /// sqrt(acc) [49].
+  localparam int unsigned T_SR = T_ACC + LAT_SQRT;
+  /// sqrt(acc) * c2 [55].
+  localparam int unsigned T_SRC2 = T_SR + LAT_MUL;
+  /// (6) den [61].
+  localparam int unsigned T_DEN = T_SRC2 + LAT_ADD;
+  /// (7) q [77].
+  localparam int unsigned T_QUO = T_DEN + LAT_DIV;
+  /// beta1 * mom [33].
+  localparam int unsigned T_BMOM = T_MOM + LAT_MUL;
+  /// g + beta1 * mom (Nesterov) [39].
+  localparam int unsigned T_NES = T_BMOM + LAT_ADD;
+  /// sign(mom) [30].
+  localparam int unsigned T_SIGN = T_MOM + LAT_SIGN;
+  /// SGD's or Lion's u (the alternative to q) [39].
+  localparam int unsigned T_ALT = max2(T_NES, T_SIGN);
+  /// (8) u [77].
+  localparam int unsigned T_U = max2(T_QUO, T_ALT);
+  /// lr * u, theta * c1 [83].
+  localparam int unsigned T_LU = T_U + LAT_MUL;
+  /// (9) theta' [89].
+  localparam int unsigned T_TH = T_LU + LAT_ADD;
+  /// The lane's outputs: theta', m', v' and the fp16/bf16 narrowing of theta' [92].
+  localparam int unsigned LANE_LATENCY = T_TH + LAT_CVT;
+
+endpackage

@@ -1,0 +1,138 @@
+# RTL: the streaming updater core (rtl/kernels/updater/), linted and simulated with Verilator
+# (>= 5.0) against the C++ model. Included from the top-level CMakeLists.txt, after rtl.cmake:
+#
+#   include(${PROJECT_SOURCE_DIR}/rtl/updater.cmake OPTIONAL)
+#
+# Without Verilator the project still configures and builds; these tests are not registered.
+#
+# Targets:  csd_rtl_updater_<cfg>        Verilated csd_update_core, one static library per cfg
+#           tb_csd_update_core_<cfg>     the bench (rtl/kernels/updater/tb/), linked with the model
+#           <cfg> = l4_ieee (Lanes 4, IEEE), l4_ftz (Lanes 4, FTZ/DAZ), l16_ieee (Lanes 16, IEEE)
+# Tests:    rtl_lint_csd_update_<module>[_<params>]   quick    verilator --lint-only -Wall
+#           rtl_core_<cfg>_matrix_<variant>           quick    every dtype x copy x dense/sparse
+#           rtl_core_<cfg>_malformed                  quick    malformed streams, bad modes
+#           rtl_core_<cfg>_perf                       quick    cycles/word, latency (JSON lines)
+#           rtl_core_<cfg>_random                     nightly  random launches
+# Options:  CSDKIT_RTL_TRACE=ON (rtl.cmake) builds the models with FST tracing; then
+#           `tb_csd_update_core_<cfg> ... --fst FILE` writes a waveform.
+
+find_package(verilator 5.0 QUIET HINTS $ENV{VERILATOR_ROOT})
+if(NOT verilator_FOUND)
+  message(STATUS "csdkit RTL updater: Verilator >= 5.0 not found; its lint and simulation "
+                 "tests are skipped.")
+  return()
+endif()
+find_program(CSD_UPD_VERILATOR_EXE NAMES verilator HINTS $ENV{VERILATOR_ROOT}/bin)
+if(NOT CSD_UPD_VERILATOR_EXE)
+  set(CSD_UPD_VERILATOR_EXE "${VERILATOR_BIN}")
+endif()
+
+set(CSD_UPD_RTL_DIR "${CMAKE_CURRENT_LIST_DIR}")
+set(CSD_UPD_DIR "${CSD_UPD_RTL_DIR}/kernels/updater")
+set(CSD_UPD_VLT "${CSD_UPD_RTL_DIR}/lint/csd.vlt" "${CSD_UPD_RTL_DIR}/lint/csd_updater.vlt")
+
+# The fp units the lanes are built from (rtl/pkg, rtl/fp; owned by the fp units' author).
+set(CSD_UPD_FP_SOURCES "${CSD_UPD_RTL_DIR}/pkg/csd_fp_pkg.sv")
+foreach(f csd_fp_valid_pipe csd_fp_classify csd_fp_round csd_fp_cvt csd_fp_add csd_fp_mul
+          csd_fp_div csd_fp_sqrt csd_fp_sign csd_fp_f16_to_f32 csd_fp_bf16_to_f32
+          csd_fp_f32_to_f16 csd_fp_f32_to_bf16)
+  list(APPEND CSD_UPD_FP_SOURCES "${CSD_UPD_RTL_DIR}/fp/${f}.sv")
+endforeach()
+
+# The updater's own modules, leaves first.
+set(CSD_UPD_MODULES csd_update_delay csd_update_fifo csd_update_rd_port csd_update_wr_port
+    csd_update_decode csd_update_lane csd_update_blk_unpack csd_update_blk_check
+    csd_update_idx_check csd_update_merge csd_update_core)
+set(CSD_UPD_SOURCES "${CSD_UPD_DIR}/csd_update_pkg.sv")
+foreach(m ${CSD_UPD_MODULES})
+  list(APPEND CSD_UPD_SOURCES "${CSD_UPD_DIR}/${m}.sv")
+endforeach()
+set(CSD_UPD_ALL_SOURCES ${CSD_UPD_FP_SOURCES} ${CSD_UPD_SOURCES})
+
+# -Wall is fatal, so the build lints each configuration too. --assert turns on the sources'
+# simulation checks (FIFO over/underflow, channel misuse, the fp units' latencies against the
+# lane schedule). Datapath registers start random (--x-initial unique + randReset(2) in the
+# bench), so only the reset control state can make the core quiet.
+set(CSD_UPD_VERILATOR_ARGS -Wall -O3 --x-assign fast --x-initial unique --assert ${CSD_UPD_VLT})
+set(CSD_UPD_TRACE)
+if(CSDKIT_RTL_TRACE)
+  set(CSD_UPD_TRACE TRACE_FST)
+endif()
+
+# Optimizer variants of tests/test_util.h AllVariants(), one quick matrix test each.
+set(CSD_UPD_VARIANTS adamw adamw_wd_t7 adam adam_l2 sgd_mom_first sgd_mom_damp_l2
+    sgd_nesterov sgd_plain adagrad lion)
+
+# name:lanes:ftz
+set(CSD_UPD_CONFIGS "l4_ieee:4:0" "l4_ftz:4:1" "l16_ieee:16:0")
+
+foreach(cfg ${CSD_UPD_CONFIGS})
+  string(REPLACE ":" ";" fields "${cfg}")
+  list(GET fields 0 name)
+  list(GET fields 1 lanes)
+  list(GET fields 2 ftz)
+
+  add_library(csd_rtl_updater_${name} STATIC)
+  set_target_properties(csd_rtl_updater_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  verilate(csd_rtl_updater_${name} ${CSD_UPD_TRACE}
+           PREFIX Vcsd_update_core_${name}
+           TOP_MODULE csd_update_core
+           THREADS 1
+           SOURCES ${CSD_UPD_ALL_SOURCES}
+           VERILATOR_ARGS ${CSD_UPD_VERILATOR_ARGS} -GLanes=${lanes} "-GFtzDaz=1'b${ftz}"
+           OPT_FAST -O2
+           OPT_SLOW -O1
+           OPT_GLOBAL -O2)
+
+  set(tb tb_csd_update_core_${name})
+  add_executable(${tb} "${CSD_UPD_DIR}/tb/tb_csd_update_core.cpp")
+  target_link_libraries(${tb} PRIVATE csd_rtl_updater_${name} csdkit_test_util csdkit_host)
+  target_include_directories(${tb} PRIVATE "${CSD_UPD_DIR}/tb")
+  # Verilator's runtime headers are not -Wextra clean; take them as system headers.
+  target_include_directories(${tb} SYSTEM PRIVATE "${VERILATOR_ROOT}/include")
+  # Built like the model (the bench calls it): no contraction, no fast-math, F16C.
+  target_compile_options(${tb} PRIVATE ${CSDKIT_MODEL_FLAGS} -O2)
+  target_compile_definitions(${tb} PRIVATE
+    TB_MODEL=Vcsd_update_core_${name}
+    TB_HEADER="Vcsd_update_core_${name}.h"
+    TB_MODEL_NAME="csd_update_core_${name}"
+    TB_LANES=${lanes}
+    TB_FTZ=${ftz}
+    VM_TRACE=$<BOOL:${CSDKIT_RTL_TRACE}> VM_TRACE_FST=$<BOOL:${CSDKIT_RTL_TRACE}>)
+
+  foreach(variant ${CSD_UPD_VARIANTS})
+    add_test(NAME rtl_core_${name}_matrix_${variant}
+             COMMAND ${tb} --suite matrix --variant ${variant})
+    set_tests_properties(rtl_core_${name}_matrix_${variant} PROPERTIES
+                         LABELS "quick;rtl" TIMEOUT 600)
+  endforeach()
+  add_test(NAME rtl_core_${name}_malformed COMMAND ${tb} --suite malformed)
+  set_tests_properties(rtl_core_${name}_malformed PROPERTIES LABELS "quick;rtl" TIMEOUT 600)
+  add_test(NAME rtl_core_${name}_perf COMMAND ${tb} --suite perf)
+  set_tests_properties(rtl_core_${name}_perf PROPERTIES LABELS "quick;rtl" TIMEOUT 600)
+  add_test(NAME rtl_core_${name}_random COMMAND ${tb} --suite random --iters 400)
+  set_tests_properties(rtl_core_${name}_random PROPERTIES LABELS "nightly;rtl" TIMEOUT 7200)
+endforeach()
+
+# ---- Lint ---------------------------------------------------------------------------------------
+# Each module as the top (default parameters), all sources given; the core and the modules
+# with a Lanes parameter also at Lanes 2 / 4 / 8, and the policy-dependent ones with FtzDaz = 1.
+set(csd_upd_lint_cmd "${CSD_UPD_VERILATOR_EXE}" --lint-only -Wall ${CSD_UPD_VLT}
+    ${CSD_UPD_ALL_SOURCES})
+foreach(module ${CSD_UPD_MODULES})
+  add_test(NAME rtl_lint_${module} COMMAND ${csd_upd_lint_cmd} --top-module ${module})
+  set_tests_properties(rtl_lint_${module} PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 300)
+endforeach()
+foreach(module csd_update_core csd_update_lane csd_update_decode)
+  add_test(NAME rtl_lint_${module}_ftz
+           COMMAND ${csd_upd_lint_cmd} --top-module ${module} "-GFtzDaz=1'b1")
+  set_tests_properties(rtl_lint_${module}_ftz PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 300)
+endforeach()
+foreach(lanes 2 4 8)
+  foreach(module csd_update_core csd_update_merge csd_update_idx_check csd_update_blk_unpack)
+    add_test(NAME rtl_lint_${module}_l${lanes}
+             COMMAND ${csd_upd_lint_cmd} --top-module ${module} -GLanes=${lanes})
+    set_tests_properties(rtl_lint_${module}_l${lanes} PROPERTIES
+                         LABELS "quick;rtl;lint" TIMEOUT 300)
+  endforeach()
+endforeach()
