@@ -217,7 +217,7 @@ nlohmann::json RtlBench(uint32_t n) {
 }  // namespace
 
 void AddRtlBench(CLI::App* bench) {
-  auto n = std::make_shared<uint32_t>(16384);
+  auto n = std::make_shared<uint32_t>(1u << 20);
   CLI::App* c = bench->add_subcommand(
       "rtl", "RTL cycles per element per optimizer with ideal and DDR-like memory, beats per "
              "cycle, simulation speed, bytes read by the AXI slaves, fp unit latencies");
