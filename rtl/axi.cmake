@@ -18,7 +18,7 @@ include_guard(GLOBAL)
 include("${CMAKE_CURRENT_LIST_DIR}/../emu/harness/harness.cmake")
 
 set(CSD_AXI_RTL_DIR "${CMAKE_CURRENT_LIST_DIR}")
-set(CSD_AXI_VLT "${CSD_AXI_RTL_DIR}/lint/csd_axi.vlt")
+set(CSD_AXI_VLT "${CSD_AXI_RTL_DIR}/lint/csd.vlt")
 set(CSD_AXI_GEN_DIR "${CMAKE_BINARY_DIR}/rtl/gen")
 set(CSD_AXI_SOURCES
     "${CSD_AXI_RTL_DIR}/axi/csd_axi_pkg.sv"

@@ -12,8 +12,7 @@ endif()
 set(CSDKIT_KERNEL_TRACE TRACE_FST)
 set(csd_kernel_sources ${CSD_UPD_ALL_SOURCES} ${CSD_AXI_SOURCES} ${CSD_UPDATE_ARGS_PKG}
     ${CMAKE_CURRENT_LIST_DIR}/kernels/updater/csd_update.sv)
-set(csd_kernel_vlt ${CMAKE_CURRENT_LIST_DIR}/lint/csd.vlt ${CMAKE_CURRENT_LIST_DIR}/lint/csd_axi.vlt
-    ${CMAKE_CURRENT_LIST_DIR}/lint/csd_updater.vlt)
+set(csd_kernel_vlt ${CMAKE_CURRENT_LIST_DIR}/lint/csd.vlt)
 
 add_library(csdkit_rtl_kernel STATIC ${PROJECT_SOURCE_DIR}/emu/rtl/rtl_kernel.cpp)
 set_target_properties(csdkit_rtl_kernel PROPERTIES POSITION_INDEPENDENT_CODE ON)

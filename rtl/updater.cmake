@@ -29,7 +29,7 @@ endif()
 
 set(CSD_UPD_RTL_DIR "${CMAKE_CURRENT_LIST_DIR}")
 set(CSD_UPD_DIR "${CSD_UPD_RTL_DIR}/kernels/updater")
-set(CSD_UPD_VLT "${CSD_UPD_RTL_DIR}/lint/csd.vlt" "${CSD_UPD_RTL_DIR}/lint/csd_updater.vlt")
+set(CSD_UPD_VLT "${CSD_UPD_RTL_DIR}/lint/csd.vlt")
 
 # The fp units the lanes are built from (rtl/pkg, rtl/fp; owned by the fp units' author).
 set(CSD_UPD_FP_SOURCES "${CSD_UPD_RTL_DIR}/pkg/csd_fp_pkg.sv")
