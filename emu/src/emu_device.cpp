@@ -8,6 +8,7 @@
 
 #include "csd_update.h"
 #include "csdkit/aligned_buffer.h"
+#include "csdkit/checksum.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
 #include "csdkit/hls/update_args.h"
@@ -245,14 +246,7 @@ uint32_t EmulatedSmartSsd::LaunchUpdate(const UpdateBuffersDev& b, uint32_t n, u
 
 uint32_t EmulatedSmartSsd::Crc32(const DeviceBuffer& b, uint64_t offset, uint64_t len) {
   const uint8_t* p = Span(b, offset, len, "device CRC");
-  uLong c = crc32(0L, Z_NULL, 0);
-  while (len > 0) {
-    const uInt chunk = static_cast<uInt>(len > (1u << 30) ? (1u << 30) : len);
-    c = crc32(c, p, chunk);
-    p += chunk;
-    len -= chunk;
-  }
-  return static_cast<uint32_t>(c);
+  return csdkit::Crc32(p, len);
 }
 
 RtlLaunchStats EmulatedSmartSsd::last_rtl_launch() const {

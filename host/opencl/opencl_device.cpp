@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "csdkit/aligned_buffer.h"
+#include "csdkit/checksum.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
 #include "csdkit/hls/update_args.h"
@@ -415,14 +416,7 @@ uint32_t OpenClDevice::LaunchUpdate(const UpdateBuffersDev& b, uint32_t n, uint3
 
 uint32_t OpenClDevice::Crc32(const DeviceBuffer& b, uint64_t off, uint64_t len) {
   const uint8_t* p = impl_->Span(b, off, len, "device CRC");
-  uLong c = crc32(0L, Z_NULL, 0);
-  while (len > 0) {
-    const uInt chunk = static_cast<uInt>(len > (1u << 30) ? (1u << 30) : len);
-    c = crc32(c, p, chunk);
-    p += chunk;
-    len -= chunk;
-  }
-  return static_cast<uint32_t>(c);
+  return csdkit::Crc32(p, len);
 }
 
 LinkBytes OpenClDevice::bytes() const {

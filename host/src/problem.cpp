@@ -1,5 +1,7 @@
 #include "csdkit/problem.h"
 
+#include "csdkit/checksum.h"
+
 #include <xmmintrin.h>
 #include <zlib.h>
 
@@ -144,18 +146,7 @@ std::vector<ArrayView> OutputArrays(const Problem& p, const UpdateBuffers& b) {
   return v;
 }
 
-uint32_t Crc32(const ArrayView& a) {
-  uLong c = crc32(0L, Z_NULL, 0);
-  const uint8_t* d = a.buf->data();
-  uint64_t left = a.bytes();
-  while (left > 0) {
-    const uInt chunk = static_cast<uInt>(left > (1u << 30) ? (1u << 30) : left);
-    c = crc32(c, d, chunk);
-    d += chunk;
-    left -= chunk;
-  }
-  return static_cast<uint32_t>(c);
-}
+uint32_t Crc32(const ArrayView& a) { return Crc32(a.buf->data(), a.bytes()); }
 
 void DumpProblem(const std::string& dir, const Problem& p, const UpdateBuffers& inputs,
                  const UpdateBuffers& outputs) {

@@ -14,6 +14,7 @@
 
 #include "csdkit/aio/aio_engine.h"
 #include "csdkit/aligned_buffer.h"
+#include "csdkit/checksum.h"
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/mode.h"
@@ -105,17 +106,6 @@ std::vector<Shard> MakeShards(uint64_t params, unsigned devices) {
 
 uint64_t FileBytes(const Shard& s) { return (s.size() * 4 + 4095) / 4096 * 4096; }
 
-uint32_t Crc(const void* p, uint64_t len) {
-  uLong c = crc32(0L, Z_NULL, 0);
-  const auto* b = static_cast<const uint8_t*>(p);
-  while (len > 0) {
-    const uInt chunk = static_cast<uInt>(len > (1u << 30) ? (1u << 30) : len);
-    c = crc32(c, b, chunk);
-    b += chunk;
-    len -= chunk;
-  }
-  return static_cast<uint32_t>(c);
-}
 
 template <typename T>
 T Get(const nlohmann::json& j, const char* key, const std::string& where) {
@@ -395,7 +385,7 @@ Store Store::Create(const std::string& dir, const StoreConfig& cfg_in,
                                  : (name == "v" ? static_cast<float>(acc0) : 0.0f);
         }
         std::memset(x + g.n, 0, g.io_bytes() - 4ull * g.n);
-        crcs[d][v][g.index] = Crc(x, 4ull * g.n);
+        crcs[d][v][g.index] = Crc32(x, 4ull * g.n);
         engine.Write(s.file(d, v, 0), g.file_offset(), x, g.io_bytes());
       }
     }
@@ -501,7 +491,7 @@ void Store::Verify(const aio::AioConfig& aio_cfg) const {
     for (const Subgroup& g : Subgroups(d)) {
       for (unsigned v = 0; v < vars_.size(); ++v) {
         engine.Read(file(d, v, slot()), g.file_offset(), buf.data(), g.io_bytes());
-        const uint32_t c = Crc(buf.data(), 4ull * g.n);
+        const uint32_t c = Crc32(buf.data(), 4ull * g.n);
         if (c != crcs_[d][v][g.index]) {
           char b[64];
           std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", crcs_[d][v][g.index], c);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "csd_update.h"
+#include "csdkit/checksum.h"
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/mode.h"
@@ -27,10 +28,6 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-uint32_t Crc(const void* p, uint64_t len) {
-  return static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0), static_cast<const Bytef*>(p),
-                                     static_cast<uInt>(len)));
-}
 
 bool FiniteBits(uint32_t bits, DType t) {
   if (t == DType::kFp32) return (bits & 0x7f800000u) != 0x7f800000u;
@@ -337,7 +334,7 @@ void Runtime::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<size
     for (auto& t : loads) t.Wait();
     io += Since(t0);
     for (unsigned v = 0; v < nv; ++v) {
-      const uint32_t crc = Crc(var_buf[v]->data(), 4ull * sg.n);
+      const uint32_t crc = Crc32(var_buf[v]->data(), 4ull * sg.n);
       if (crc != store_.checksum(d, v, sg.index)) {
         CorruptState(store_, d, v, sg, store_.checksum(d, v, sg.index), crc);
       }
@@ -373,7 +370,7 @@ void Runtime::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<size
     }
     std::vector<aio::IoTicket> writes;
     for (unsigned v = 0; v < nv; ++v) {
-      (*crcs)[d][v][sg.index] = Crc(var_buf[v]->data(), 4ull * sg.n);
+      (*crcs)[d][v][sg.index] = Crc32(var_buf[v]->data(), 4ull * sg.n);
       writes.push_back(dev.HostWrite(store_.file(d, v, ws), sg.file_offset(), var_buf[v]->data(),
                                      sg.io_bytes(), &vc));
     }
