@@ -22,7 +22,7 @@
 #include "csdkit/aio/aio_engine.h"
 #include "csdkit/aio/file.h"
 #include "csdkit/aio/io_error.h"
-#include "csdkit/aligned_buffer.h"
+#include "csdkit/platform/aligned_buffer.h"
 
 extern char** environ;
 

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "bench.h"
-#include "csdkit/aligned_buffer.h"
+#include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
-#include "csdkit/problem.h"
+#include "csdkit/platform/problem.h"
 
 namespace csdkit::bench {
 

@@ -6,15 +6,13 @@
 #include <memory>
 
 #include "csdkit/aio/file.h"
-#include "csdkit/emu/emu_device.h"
-#include "csdkit/opencl_device.h"
 
 namespace csdkit::bench {
 
 nlohmann::json P2pBench(const P2pBenchOptions& o) {
   namespace fs = std::filesystem;
   fs::create_directories(o.dir);
-  const std::string path = o.dir + "/p2p_bench_" + std::to_string(o.device) + ".bin";
+  const std::string path = o.dir + "/p2p_bench_" + std::to_string(o.device.first) + ".bin";
   aio::FileOptions fo;
   fo.min_alignment = 4096;
   aio::File f = aio::File::Create(path, fo);
@@ -25,22 +23,12 @@ nlohmann::json P2pBench(const P2pBenchOptions& o) {
       aio::AioConfig ac;
       ac.block_size = bs;
       ac.queue_depth = qd;
-      std::unique_ptr<Device> owned;
-      if (o.backend == "opencl") {
-        OpenClOptions co;
-        co.device = o.device;
-        co.platform = o.platform;
-        co.xclbin = o.xclbin;
-        co.aio = ac;
-        owned = std::make_unique<OpenClDevice>(co);
-      } else {
-        emu::EmuOptions eo;
-        eo.index = o.device;
-        eo.capacity = o.bytes + (uint64_t{64} << 20);
-        eo.aio = ac;
-        owned = std::make_unique<emu::EmulatedSmartSsd>(eo);
-      }
-      Device& dev = *owned;
+      DeviceSpec spec = o.device;
+      spec.count = 1;
+      spec.aio = ac;
+      if (spec.backend != Backend::kOpenCl) spec.device_mem = o.bytes + (uint64_t{64} << 20);
+      DeviceSet devices(spec);
+      Device& dev = devices[0];
       DeviceBufferPtr buf = dev.Alloc(o.bytes);
       double best_w = 1e30, best_r = 1e30;
       for (unsigned r = 0; r < o.reps; ++r) {
@@ -63,10 +51,10 @@ nlohmann::json P2pBench(const P2pBenchOptions& o) {
   f.Close();
   if (!o.keep) fs::remove(path);
   return {{"benchmark", "p2p"},
-          {"device", o.device},
-          {"backend", o.backend == "opencl" ? "OpenCL device (mapped buffers via libaio)"
-                                            : "emulated SmartSSD (NVMe directory <-> device "
-                                              "memory via libaio)"},
+          {"device", o.device.first},
+          {"backend", o.device.backend == Backend::kOpenCl
+                          ? "OpenCL device (mapped buffers via libaio)"
+                          : "emulated SmartSSD (NVMe directory <-> device memory via libaio)"},
           {"bytes", o.bytes},
           {"reps", o.reps},
           {"note", "device_to_ssd includes fdatasync"},

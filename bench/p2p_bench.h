@@ -9,18 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "csdkit/system/device_set.h"
+
 namespace csdkit::bench {
 
 struct P2pBenchOptions {
   std::string dir = "csdkit-p2p";  // the device's NVMe namespace (a directory with O_DIRECT)
-  unsigned device = 0;
+  /// The device (count 1; its number is `first`). Emulated devices get room for `bytes`; the
+  /// storage engine is set per measurement.
+  DeviceSpec device;
   uint64_t bytes = uint64_t{512} << 20;  // per measurement
   std::vector<uint64_t> block_sizes = {128u << 10, 1u << 20, 4u << 20};
   std::vector<uint32_t> queue_depths = {4, 16, 64};
   unsigned reps = 2;
   bool keep = false;
-  std::string backend = "model";  // model (emulated SmartSSD) or opencl
-  std::string platform, xclbin;   // opencl
 };
 
 nlohmann::json P2pBench(const P2pBenchOptions& o);

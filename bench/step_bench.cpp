@@ -6,10 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "csdkit/emu/emu_device.h"
-#include "csdkit/emu/link_model.h"
-#include "csdkit/store.h"
-#include "csdkit/update.h"
+#include "csdkit/runtime/scheduler.h"
+#include "csdkit/runtime/store.h"
+#include "csdkit/system/device_set.h"
 
 namespace csdkit::bench {
 
@@ -26,17 +25,10 @@ nlohmann::json StepBench(const StepBenchOptions& o) {
   c.subgroup_elems = o.subgroup;
   Store store = Store::Create(o.dir + "/store", c);
 
-  auto links = std::make_shared<emu::LinkModel>(emu::LinkProfile::SmartSsd(), o.devices);
-  std::vector<std::unique_ptr<emu::EmulatedSmartSsd>> devs;
-  std::vector<Device*> raw;
-  for (unsigned d = 0; d < o.devices; ++d) {
-    emu::EmuOptions eo;
-    eo.index = d;
-    eo.links = links;
-    devs.push_back(std::make_unique<emu::EmulatedSmartSsd>(eo));
-    raw.push_back(devs.back().get());
-  }
-  Runtime rt(store, raw, [links] { return links->Horizon(); }, [links] { links->Reset(); });
+  DeviceSpec spec = o.device_spec;
+  spec.count = o.devices;
+  DeviceSet devices(spec);
+  Scheduler rt(store, devices);
 
   // Best of `reps` for each variant; the gradient is prepared outside the timed step.
   auto time_it = [&](UpdateMode mode, StepPhases phases, StepReport* last) {
@@ -62,7 +54,7 @@ nlohmann::json StepBench(const StepBenchOptions& o) {
   const double bound = std::max(io, compute);
   nlohmann::json j;
   j["benchmark"] = "step";
-  j["backend"] = "model";
+  j["backend"] = BackendName(spec.backend);
   j["devices"] = o.devices;
   j["params"] = o.params;
   j["subgroup"] = o.subgroup;

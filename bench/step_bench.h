@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "csdkit/system/device_set.h"
+
 namespace csdkit::bench {
 
 struct StepBenchOptions {
@@ -17,6 +19,7 @@ struct StepBenchOptions {
   unsigned reps = 3;
   double topk = 0.0;
   bool keep = false;
+  DeviceSpec device_spec;  // backend, memory, link model; its count is `devices`
 };
 
 nlohmann::json StepBench(const StepBenchOptions& o);

@@ -35,7 +35,7 @@ endforeach()
 add_dependencies(csdkit_rtl_kernel csd_rtl_axi_args_pkgs)
 target_include_directories(csdkit_rtl_kernel PUBLIC ${PROJECT_SOURCE_DIR}/emu/include)
 target_include_directories(csdkit_rtl_kernel SYSTEM PRIVATE "${VERILATOR_ROOT}/include")
-target_link_libraries(csdkit_rtl_kernel PUBLIC csdkit_harness csdkit_hls nlohmann_json::nlohmann_json)
+target_link_libraries(csdkit_rtl_kernel PUBLIC csdkit_harness csdkit_hls csdkit_platform nlohmann_json::nlohmann_json)
 target_compile_definitions(csdkit_rtl_kernel PRIVATE VM_TRACE=1 VM_TRACE_FST=1)
 target_compile_options(csdkit_rtl_kernel PRIVATE -O2 -Wno-unknown-pragmas)
 
@@ -51,7 +51,7 @@ set_tests_properties(rtl_lint_csd_update PROPERTIES LABELS "quick;rtl;lint" TIME
 
 # Kernel-level tests: RTL through AXI vs the host model, malformed streams, runtime on rtl devices.
 add_executable(rtl_kernel_test ${PROJECT_SOURCE_DIR}/tests/rtl_kernel_test.cpp)
-target_link_libraries(rtl_kernel_test PRIVATE csdkit_test_util csdkit_runtime csdkit_emu csdkit_host
+target_link_libraries(rtl_kernel_test PRIVATE csdkit_test_util csdkit_runtime csdkit_system csdkit_platform
                       GTest::gtest GTest::gtest_main)
 target_compile_options(rtl_kernel_test PRIVATE ${CSDKIT_MODEL_FLAGS} -O2)
 target_compile_definitions(rtl_kernel_test PRIVATE

@@ -86,7 +86,7 @@ foreach(cfg ${CSD_UPD_CONFIGS})
 
   set(tb tb_csd_update_core_${name})
   add_executable(${tb} "${CSD_UPD_DIR}/tb/tb_csd_update_core.cpp")
-  target_link_libraries(${tb} PRIVATE csd_rtl_updater_${name} csdkit_test_util csdkit_host)
+  target_link_libraries(${tb} PRIVATE csd_rtl_updater_${name} csdkit_test_util csdkit_platform)
   target_include_directories(${tb} PRIVATE "${CSD_UPD_DIR}/tb")
   # Verilator's runtime headers are not -Wextra clean; take them as system headers.
   target_include_directories(${tb} SYSTEM PRIVATE "${VERILATOR_ROOT}/include")

@@ -25,7 +25,7 @@
 #include "csdkit/aio/fault_injection.h"
 #include "csdkit/aio/file.h"
 #include "csdkit/aio/io_error.h"
-#include "csdkit/aligned_buffer.h"
+#include "csdkit/platform/aligned_buffer.h"
 
 namespace csdkit::aio {
 namespace {

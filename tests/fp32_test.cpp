@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "csdkit/hls/bits.h"
-#include "csdkit/problem.h"
+#include "csdkit/platform/problem.h"
 
 namespace csdkit {
 namespace hls {

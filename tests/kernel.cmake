@@ -1,7 +1,7 @@
 # Kernel-level tests: the L2 top against the plain reference, the sparse format, the rules
 # against double precision, and the argument table against the HLS source.
 add_library(csdkit_test_util STATIC ${CMAKE_CURRENT_SOURCE_DIR}/test_util.cpp)
-target_link_libraries(csdkit_test_util PUBLIC csdkit_host csdkit_runtime)
+target_link_libraries(csdkit_test_util PUBLIC csdkit_platform csdkit_runtime)
 target_include_directories(csdkit_test_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(csdkit_test_util PRIVATE ${CSDKIT_MODEL_FLAGS} -O2)
 

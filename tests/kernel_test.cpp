@@ -11,7 +11,7 @@
 
 #include "csdkit/hls/sparse.h"
 #include "csdkit/hls/word.h"
-#include "csdkit/problem.h"
+#include "csdkit/platform/problem.h"
 #include "reference.h"
 #include "test_util.h"
 

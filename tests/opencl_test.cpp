@@ -10,11 +10,12 @@
 #include <string>
 #include <tuple>
 
-#include "csdkit/opencl_device.h"
-#include "csdkit/problem.h"
-#include "csdkit/selftest.h"
-#include "csdkit/store.h"
-#include "csdkit/update.h"
+#include "csdkit/platform/opencl_device.h"
+#include "csdkit/platform/problem.h"
+#include "csdkit/platform/selftest.h"
+#include "csdkit/runtime/store.h"
+#include "csdkit/runtime/scheduler.h"
+#include "csdkit/system/device_set.h"
 #include "test_util.h"
 
 namespace csdkit::testing {
@@ -28,9 +29,18 @@ class OpenCl : public ::testing::Test {
   }
 };
 
+// `count` OpenCL devices of the first platform, with `mem` bytes each (0: what they report).
+DeviceSpec OpenClDevices(unsigned count, uint64_t mem) {
+  DeviceSpec spec;
+  spec.backend = Backend::kOpenCl;
+  spec.count = count;
+  spec.device_mem = mem;
+  return spec;
+}
+
 TEST_F(OpenCl, KernelEqualsModelBitForBit) {
-  OpenClOptions o;
-  OpenClDevice dev(o);
+  DeviceSet devices(OpenClDevices(1, 0));
+  Device& dev = devices[0];
   std::printf("device: %s\n", dev.Describe().c_str());
   SelfTestOptions so;
   so.sizes = {1, 15, 17, 4097, 65537, 140001};
@@ -74,24 +84,9 @@ TEST_F(OpenCl, SmartUpdateOnOpenClEqualsBaseline) {
     Store a = Store::Create(root + "/a" + std::to_string(i), c);
     Store b = Store::Create(root + "/b" + std::to_string(i), c);
     ++i;
-    std::vector<std::unique_ptr<OpenClDevice>> devs;
-    std::vector<Device*> raw;
-    for (unsigned d = 0; d < c.devices; ++d) {
-      OpenClOptions o;
-      o.index = d;
-      o.capacity = uint64_t{256} << 20;
-      devs.push_back(std::make_unique<OpenClDevice>(o));
-      raw.push_back(devs.back().get());
-    }
-    std::vector<std::unique_ptr<OpenClDevice>> devs_b;
-    std::vector<Device*> raw_b;
-    for (unsigned d = 0; d < c.devices; ++d) {
-      OpenClOptions o;
-      o.index = d;
-      devs_b.push_back(std::make_unique<OpenClDevice>(o));
-      raw_b.push_back(devs_b.back().get());
-    }
-    Runtime ra(a, raw), rb(b, raw_b);
+    DeviceSet devs(OpenClDevices(c.devices, uint64_t{256} << 20));
+    DeviceSet devs_b(OpenClDevices(c.devices, 0));
+    Scheduler ra(a, devs), rb(b, devs_b);
     for (int t = 1; t <= 2; ++t) {
       StepOptions so;
       ra.Step(GradientSet::Synthetic(a, t, topk), so);
@@ -110,11 +105,10 @@ TEST_F(OpenCl, SmartUpdateOnOpenClEqualsBaseline) {
 }
 
 TEST_F(OpenCl, CapacityAndForeignBuffersRefused) {
-  OpenClOptions o;
-  o.capacity = 1u << 20;
-  OpenClDevice dev(o);
+  DeviceSet small(OpenClDevices(1, 1u << 20)), big(OpenClDevices(1, 0));
+  Device& dev = small[0];
+  Device& other = big[0];
   EXPECT_THROW(dev.Alloc(2u << 20), CapacityError);
-  OpenClDevice other(OpenClOptions{});
   DeviceBufferPtr b = other.Alloc(4096);
   char x[16] = {};
   EXPECT_THROW(dev.HostToDevice(x, *b, 0, 16), std::invalid_argument);

@@ -12,7 +12,7 @@
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/fp32.h"
 #include "csdkit/hls/mode.h"
-#include "csdkit/problem.h"
+#include "csdkit/platform/problem.h"
 
 namespace csdkit::testing {
 

@@ -11,12 +11,12 @@
 #include <memory>
 #include <string>
 
-#include "csdkit/emu/emu_device.h"
 #include "csdkit/emu/rtl_kernel.h"
 #include "csdkit/hls/mode.h"
-#include "csdkit/selftest.h"
-#include "csdkit/store.h"
-#include "csdkit/update.h"
+#include "csdkit/platform/selftest.h"
+#include "csdkit/runtime/scheduler.h"
+#include "csdkit/runtime/store.h"
+#include "csdkit/system/device_set.h"
 #include "test_util.h"
 
 namespace csdkit::testing {
@@ -29,12 +29,14 @@ class Rtl : public ::testing::Test {
   }
 };
 
-std::unique_ptr<emu::EmulatedSmartSsd> RtlDevice(emu::RtlMemory mem, uint64_t seed) {
-  emu::EmuOptions eo;
-  eo.backend = emu::Backend::kRtl;
-  eo.rtl.memory = mem;
-  eo.rtl.seed = seed;
-  return std::make_unique<emu::EmulatedSmartSsd>(eo);
+// One emulated SmartSSD with the RTL kernel (a device set of one).
+std::unique_ptr<DeviceSet> RtlDevice(emu::RtlMemory mem, uint64_t seed) {
+  DeviceSpec spec;
+  spec.backend = Backend::kRtl;
+  spec.link_model = false;
+  spec.rtl.memory = mem;
+  spec.rtl.seed = seed;
+  return std::make_unique<DeviceSet>(spec);
 }
 
 TEST_F(Rtl, EveryConfigurationBitExactUnderBackPressure) {
@@ -47,7 +49,7 @@ TEST_F(Rtl, EveryConfigurationBitExactUnderBackPressure) {
     so.on_case = [&](const std::string& what, const std::string& diff) {
       if (!diff.empty()) ADD_FAILURE() << "memory seed " << seed << ": " << what << ": " << diff;
     };
-    const SelfTestReport r = SelfTest(*dev, so);
+    const SelfTestReport r = SelfTest((*dev)[0], so);
     launches += r.launches;
     EXPECT_EQ(r.failed, 0);
   }
@@ -74,7 +76,7 @@ TEST_F(Rtl, LargeLaunchesAcrossSparseBlocks) {
       UpdateBuffers exp = p.buf.Clone();
       RunUpdate(exp, p.spec.n, p.nnz, p.launch);
       auto dev = RtlDevice(k % 2 ? emu::RtlMemory::kDdr : emu::RtlMemory::kIdeal, k);
-      const UpdateBuffers got = RunOnDevice(*dev, p);
+      const UpdateBuffers got = RunOnDevice((*dev)[0], p);
       const std::string ctx = std::string(var.name) + (sparse ? " sparse" : " dense") +
                               " n=" + std::to_string(spec.n);
       for (const auto& [nm, a, b, eb] :
@@ -134,7 +136,7 @@ TEST_F(Rtl, MalformedSparseStreamsFlaggedNothingWritten) {
     RunUpdate(exp, p.spec.n, p.nnz, p.launch);
     ASSERT_NE(exp.status.as<uint32_t>()[hls::kStatusError], 0u) << c.name;
     auto dev = RtlDevice(emu::RtlMemory::kStress, 3);
-    const UpdateBuffers got = RunOnDevice(*dev, p);
+    const UpdateBuffers got = RunOnDevice((*dev)[0], p);
     for (const auto& [nm, a, b, eb] :
          {std::tuple{"theta", &exp.theta, &got.theta, 4u}, std::tuple{"m", &exp.m, &got.m, 4u},
           std::tuple{"v", &exp.v, &got.v, 4u}, std::tuple{"out16", &exp.out16, &got.out16, 2u},
@@ -163,26 +165,17 @@ TEST_F(Rtl, SmartUpdateOnRtlDevicesEqualsBaseline) {
     const std::string tag = topk > 0 ? "sparse" : "dense";
     Store a = Store::Create(root + "/rtl_" + tag, c);
     Store b = Store::Create(root + "/base_" + tag, c);
-    std::vector<std::unique_ptr<emu::EmulatedSmartSsd>> devs;
-    std::vector<Device*> raw;
-    for (unsigned d = 0; d < c.devices; ++d) {
-      emu::EmuOptions eo;
-      eo.index = d;
-      eo.capacity = uint64_t{64} << 20;
-      eo.backend = emu::Backend::kRtl;
-      eo.rtl.memory = emu::RtlMemory::kIdeal;
-      devs.push_back(std::make_unique<emu::EmulatedSmartSsd>(eo));
-      raw.push_back(devs.back().get());
-    }
-    std::vector<std::unique_ptr<emu::EmulatedSmartSsd>> devs_b;
-    std::vector<Device*> raw_b;
-    for (unsigned d = 0; d < c.devices; ++d) {
-      emu::EmuOptions eo;
-      eo.index = d;
-      devs_b.push_back(std::make_unique<emu::EmulatedSmartSsd>(eo));
-      raw_b.push_back(devs_b.back().get());
-    }
-    Runtime ra(a, raw), rb(b, raw_b);
+    DeviceSpec rtl;
+    rtl.backend = Backend::kRtl;
+    rtl.count = c.devices;
+    rtl.device_mem = uint64_t{64} << 20;
+    rtl.link_model = false;
+    rtl.rtl.memory = emu::RtlMemory::kIdeal;
+    DeviceSpec model;
+    model.count = c.devices;
+    model.link_model = false;
+    DeviceSet devs(rtl), devs_b(model);
+    Scheduler ra(a, devs), rb(b, devs_b);
     for (int t = 1; t <= 2; ++t) {
       StepOptions so;
       ra.Step(GradientSet::Synthetic(a, t, topk), so);

@@ -19,7 +19,7 @@
 
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/rules.h"
-#include "csdkit/optimizer.h"
+#include "csdkit/platform/optimizer.h"
 
 namespace csdkit::testing {
 namespace {

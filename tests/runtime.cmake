@@ -1,13 +1,13 @@
 # The runtime over emulated SmartSSDs: equivalence, traffic, durability, refusals.
 csdkit_test(runtime_test)
-target_link_libraries(runtime_test PRIVATE csdkit_runtime csdkit_emu)
+target_link_libraries(runtime_test PRIVATE csdkit_runtime csdkit_system)
 target_compile_definitions(runtime_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/runtime_test_stores")
 gtest_discover_tests(runtime_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)
 
 # SmartSSD discovery by PCIe topology on fake sysfs trees.
 csdkit_test(topology_test)
-target_link_libraries(topology_test PRIVATE csdkit_runtime)
+target_link_libraries(topology_test PRIVATE csdkit_platform)
 target_compile_definitions(topology_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/topology_test_trees")
 gtest_discover_tests(topology_test PROPERTIES LABELS quick DISCOVERY_TIMEOUT 60)

@@ -17,11 +17,11 @@
 #include <string>
 #include <thread>
 
-#include "csdkit/emu/emu_device.h"
-#include "csdkit/emu/link_model.h"
 #include "csdkit/hls/sparse.h"
-#include "csdkit/store.h"
-#include "csdkit/update.h"
+#include "csdkit/runtime/scheduler.h"
+#include "csdkit/runtime/sizing.h"
+#include "csdkit/runtime/store.h"
+#include "csdkit/system/device_set.h"
 
 namespace csdkit {
 namespace {
@@ -36,23 +36,19 @@ std::string TestDir(const std::string& name) {
   return d;
 }
 
+// Emulated SmartSSDs with the link model (the device set) and a scheduler on them.
+DeviceSpec Devices(const Store& s, uint64_t mem) {
+  DeviceSpec d;
+  d.count = s.config().devices;
+  d.device_mem = mem;
+  return d;
+}
+
 struct System {
-  std::vector<std::unique_ptr<emu::EmulatedSmartSsd>> devs;
-  std::shared_ptr<emu::LinkModel> links;
-  std::unique_ptr<Runtime> rt;
-  System(Store& s, uint64_t mem = uint64_t{1} << 30) {
-    links = std::make_shared<emu::LinkModel>(emu::LinkProfile::SmartSsd(), s.config().devices);
-    std::vector<Device*> raw;
-    for (unsigned d = 0; d < s.config().devices; ++d) {
-      emu::EmuOptions o;
-      o.index = d;
-      o.capacity = mem;
-      o.links = links;
-      devs.push_back(std::make_unique<emu::EmulatedSmartSsd>(o));
-      raw.push_back(devs.back().get());
-    }
-    rt = std::make_unique<Runtime>(s, raw, [l = links] { return l->Horizon(); },
-                                   [l = links] { l->Reset(); });
+  DeviceSet devices;
+  std::unique_ptr<Scheduler> rt;
+  System(Store& s, uint64_t mem = uint64_t{1} << 30) : devices(Devices(s, mem)) {
+    rt = std::make_unique<Scheduler>(s, devices);
   }
 };
 

@@ -12,8 +12,8 @@
 
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/sparse.h"
-#include "csdkit/problem.h"
-#include "csdkit/sparse_codec.h"
+#include "csdkit/platform/problem.h"
+#include "csdkit/platform/sparse_codec.h"
 #include "test_util.h"
 
 namespace csdkit::testing {

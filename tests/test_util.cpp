@@ -4,16 +4,17 @@
 #include <sstream>
 
 #include "csdkit/hls/sparse.h"
+#include "csdkit/platform/splitmix.h"
 
 namespace csdkit::testing {
 
 namespace {
 
 uint64_t Mix(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  SplitMix64 g{s};
+  const uint64_t r = g.Next();
+  s = g.state;
+  return r;
 }
 
 const uint32_t kSpecial32[] = {
@@ -67,35 +68,6 @@ void InjectSpecials(Problem& p, double fraction, uint64_t seed) {
       case DType::kBf16: p.buf.grad.as<uint16_t>()[k] = Pick(kSpecialBf16, Mix(s)); break;
     }
   }
-}
-
-std::string CompareBuffers(const char* name, const AlignedBuffer& exp, const AlignedBuffer& act,
-                           unsigned elem_bytes, const std::string& context) {
-  if (exp.size() != act.size()) {
-    return std::string(name) + ": buffer sizes differ (" + std::to_string(exp.size()) + " vs " +
-           std::to_string(act.size()) + ")";
-  }
-  if (exp.SameBytes(act)) return "";
-  std::ostringstream os;
-  os << name << " mismatch (" << context << ")\n";
-  const uint64_t count = exp.size() / elem_bytes;
-  int shown = 0, total = 0;
-  for (uint64_t i = 0; i < count; ++i) {
-    uint32_t e = 0, a = 0;
-    std::memcpy(&e, exp.data() + i * elem_bytes, elem_bytes);
-    std::memcpy(&a, act.data() + i * elem_bytes, elem_bytes);
-    if (e == a) continue;
-    ++total;
-    if (shown < 8) {
-      char b[96];
-      std::snprintf(b, sizeof b, "  [%llu] EXP=0x%0*x GOT=0x%0*x\n",
-                    static_cast<unsigned long long>(i), elem_bytes * 2, e, elem_bytes * 2, a);
-      os << b;
-      ++shown;
-    }
-  }
-  os << "  " << total << " mismatching elements";
-  return os.str();
 }
 
 std::string DescribeInputs(const Problem& p, const UpdateBuffers& in, uint64_t i) {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "csdkit/hls/mode.h"
-#include "csdkit/problem.h"
-#include "csdkit/selftest.h"
+#include "csdkit/platform/problem.h"
+#include "csdkit/platform/selftest.h"
 
 namespace csdkit::testing {
 
@@ -22,11 +22,13 @@ using ::csdkit::Variant;
 /// deterministically from `seed`.
 void InjectSpecials(Problem& p, double fraction, uint64_t seed);
 
-/// Compares two buffers byte for byte over their full (padded) size. On mismatch, returns a
-/// report naming the array, the first mismatching elements (index, expected, actual in hex)
-/// and appends `context`; returns "" when equal.
-std::string CompareBuffers(const char* name, const AlignedBuffer& exp, const AlignedBuffer& act,
-                           unsigned elem_bytes, const std::string& context);
+/// Byte-for-byte comparison with hex report (DiffBuffers of the self-test).
+using ::csdkit::DiffBuffers;
+inline std::string CompareBuffers(const char* name, const AlignedBuffer& exp,
+                                  const AlignedBuffer& act, unsigned elem_bytes,
+                                  const std::string& context) {
+  return DiffBuffers(name, exp, act, elem_bytes, context);
+}
 
 /// Describes the inputs of element i (theta, m, v, gradient bits) in hex.
 std::string DescribeInputs(const Problem& p, const UpdateBuffers& in, uint64_t i);

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "csdkit/topology.h"
+#include "csdkit/platform/topology.h"
 
 namespace csdkit {
 namespace {

@@ -1,9 +1,9 @@
-// xclbin handling (csdkit/xclbin.h): the emulated xclbin written, read back through XRT and
+// xclbin handling (csdkit/platform/xclbin.h): the emulated xclbin written, read back through XRT and
 // checked against the argument table; mismatched arguments, offsets, ports, kernel names,
 // platforms, control protocols and connectivity refused with what was expected and found;
 // truncated files, random bytes and corrupted containers refused without crashing; the flow
 // inputs (kernel.xml, connectivity) generated from the table and read back.
-#include "csdkit/xclbin.h"
+#include "csdkit/platform/xclbin.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

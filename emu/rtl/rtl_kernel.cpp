@@ -20,8 +20,7 @@ namespace csdkit::emu {
 namespace {
 
 template <typename Top>
-RtlLaunchStats Run(const std::vector<RtlRegion>& regions,
-                   const std::vector<std::pair<std::string, uint64_t>>& args,
+RtlLaunchStats Run(const std::vector<RtlRegion>& regions, const UpdateLaunch<uint64_t>& launch,
                    const RtlOptions& o) {
   SimOptions so;
   so.timeout_cycles = o.timeout_cycles;
@@ -48,7 +47,9 @@ RtlLaunchStats Run(const std::vector<RtlRegion>& regions,
   const auto t0 = std::chrono::steady_clock::now();
   sim.Reset();
   RtlLaunchStats st;
-  st.cycles = ctl.Launch(args, ApCtrl::Wait::kPoll, o.timeout_cycles);
+  launch.ForEachArg([&](const hls::ArgInfo& a, uint64_t value) { ctl.SetArg(a, value); });
+  ctl.Start();
+  st.cycles = ctl.WaitDone(ApCtrl::Wait::kPoll, o.timeout_cycles);
   st.sim_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   st.bundles = nlohmann::json::object();
@@ -66,13 +67,9 @@ RtlLaunchStats Run(const std::vector<RtlRegion>& regions,
 }  // namespace
 
 RtlLaunchStats RunRtlLaunch(const std::vector<RtlRegion>& regions,
-                            const std::vector<std::pair<std::string, uint64_t>>& args,
-                            const RtlOptions& o) {
-  uint64_t mode = 0;
-  for (const auto& [name, value] : args)
-    if (name == "mode") mode = value;
-  return (mode & hls::kModeFtz) ? Run<Vcsd_update_ftz>(regions, args, o)
-                                : Run<Vcsd_update_ieee>(regions, args, o);
+                            const UpdateLaunch<uint64_t>& launch, const RtlOptions& o) {
+  return (launch.mode & hls::kModeFtz) ? Run<Vcsd_update_ftz>(regions, launch, o)
+                                       : Run<Vcsd_update_ieee>(regions, launch, o);
 }
 
 nlohmann::json RtlUnitLatencies() {

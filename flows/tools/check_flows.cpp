@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "csdkit/hls/update_args.h"
-#include "csdkit/xclbin.h"
+#include "csdkit/platform/xclbin.h"
 
 namespace fs = std::filesystem;
 

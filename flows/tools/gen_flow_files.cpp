@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "csdkit/xclbin.h"
+#include "csdkit/platform/xclbin.h"
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include "bench.h"
 #include "step_bench.h"
 #include "commands.h"
+#include "options.h"
 
 namespace csdkit::cli {
 
@@ -32,6 +33,7 @@ void AddBenchCommand(CLI::App& app) {
   AddRtlBench(b);
 
   auto so = std::make_shared<bench::StepBenchOptions>();
+  auto sdev = std::make_shared<DeviceOptions>("model", "stress");
   CLI::App* st = b->add_subcommand(
       "step", "Step time of SmartUpdate and the baseline on emulated SmartSSDs, and SmartUpdate's "
               "step time against max(I/O only, compute only)");
@@ -44,7 +46,11 @@ void AddBenchCommand(CLI::App& app) {
   st->add_option("--topk", so->topk, "Top-K sparse gradients with this ratio");
   st->add_flag("--keep", so->keep, "keep the store");
   st->add_flag("--json", "JSON output (the only format)");
-  st->callback([so] { std::cout << bench::StepBench(*so).dump(2) << "\n"; });
+  sdev->Add(st);
+  st->callback([so, sdev] {
+    so->device_spec = sdev->Spec(so->devices);
+    std::cout << bench::StepBench(*so).dump(2) << "\n";
+  });
 }
 
 }  // namespace csdkit::cli

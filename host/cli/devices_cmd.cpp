@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "csdkit/topology.h"
+#include "csdkit/platform/topology.h"
 
 namespace csdkit::cli {
 

@@ -11,29 +11,26 @@
 #include "commands.h"
 #include "csdkit/emu/emu_device.h"
 #include "csdkit/hls/update_args.h"
-#include "csdkit/opencl_device.h"
-#include "csdkit/selftest.h"
-#include "csdkit/problem.h"
-#include "csdkit/sparse_codec.h"
+#include "csdkit/platform/problem.h"
+#include "csdkit/platform/selftest.h"
+#include "csdkit/platform/sparse_codec.h"
+#include "csdkit/system/device_set.h"
+#include "options.h"
 
 namespace csdkit::cli {
 
 namespace {
 
 struct KernelOpts {
-  std::string optimizer = "adamw", grad = "fp32", out = "none";
   uint32_t n = 1u << 22;
   double topk = 0.0;
-  uint64_t seed = 1;
   int64_t step = 1;
-  bool ftz = false, json = false, args = false;
+  bool json = false, args = false;
   std::string dump;
-  // Hyper-parameter overrides (NaN = optimizer default).
-  double lr = NAN, beta1 = NAN, beta2 = NAN, eps = NAN, wd = NAN, momentum = NAN,
-         dampening = NAN, lr_decay = NAN, acc0 = NAN;
-  bool nesterov = false;
-  double loss_scale = 1.0, clip = 1.0;
-  std::string backend = "model", trace, memory = "ideal";
+  double clip = 1.0;
+  HyperOptions h{"fp32", "none", "data seed"};
+  // model: the host model called directly; rtl, opencl: one device of the device set.
+  DeviceOptions dev{"model", "ideal"};
 };
 
 std::string Hex(uint32_t x) {
@@ -77,29 +74,12 @@ int RunKernel(const KernelOpts& o) {
     return 0;
   }
   ProblemSpec spec;
-  spec.hyper = OptimizerConfig::Defaults(ParseOptimizer(o.optimizer));
-  OptimizerConfig& h = spec.hyper;
-  auto set = [](double v, double& dst) {
-    if (!std::isnan(v)) dst = v;
-  };
-  set(o.lr, h.lr);
-  set(o.beta1, h.beta1);
-  set(o.beta2, h.beta2);
-  set(o.eps, h.eps);
-  set(o.wd, h.weight_decay);
-  set(o.momentum, h.momentum);
-  set(o.dampening, h.dampening);
-  set(o.lr_decay, h.lr_decay);
-  set(o.acc0, h.initial_accumulator_value);
-  h.nesterov = o.nesterov;
-  spec.grad.grad = ParseGradDType(o.grad);
-  spec.grad.out = ParseOutDType(o.out);
-  spec.grad.ftz = o.ftz;
-  spec.grad.loss_scale = o.loss_scale;
+  spec.hyper = o.h.Config();
+  spec.grad = o.h.Grad();
   spec.grad.clip_coef = o.clip;
   spec.n = o.n;
   spec.topk = o.topk;
-  spec.seed = o.seed;
+  spec.seed = o.h.seed;
   spec.step = o.step;
 
   Problem p = Problem::Generate(spec);
@@ -108,26 +88,16 @@ int RunKernel(const KernelOpts& o) {
 
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t cycles = 0;
-  if (o.backend == "model") {
+  if (o.dev.backend == "model") {
     p.Run();
   } else {
-    // The same launch on a device: the emulated SmartSSD with the RTL, or an OpenCL device.
-    std::unique_ptr<Device> dev;
-    emu::EmulatedSmartSsd* emu_dev = nullptr;
-    if (o.backend == "rtl") {
-      emu::EmuOptions eo;
-      eo.backend = emu::Backend::kRtl;
-      eo.rtl.memory = emu::ParseRtlMemory(o.memory);
-      eo.rtl.seed = o.seed;
-      eo.rtl.trace = o.trace;
-      auto d = std::make_unique<emu::EmulatedSmartSsd>(eo);
-      emu_dev = d.get();
-      dev = std::move(d);
-    } else {
-      dev = std::make_unique<OpenClDevice>(OpenClOptions{});
-    }
-    p.buf = RunOnDevice(*dev, p);
-    if (emu_dev) cycles = emu_dev->last_rtl_launch().cycles;
+    // The same launch on a device of the set: an emulated SmartSSD with the RTL, or an OpenCL
+    // device (--platform, --xclbin, --device as for every command).
+    DeviceSpec ds = o.dev.Spec(1);
+    ds.rtl.seed = o.h.seed;
+    DeviceSet devices(ds);
+    p.buf = RunOnDevice(devices[0], p);
+    if (emu::EmulatedSmartSsd* e = devices.emulated(0)) cycles = e->last_rtl_launch().cycles;
   }
   const uint32_t err = p.buf.status.as<uint32_t>()[hls::kStatusError];
   const auto t1 = std::chrono::steady_clock::now();
@@ -141,16 +111,16 @@ int RunKernel(const KernelOpts& o) {
   if (o.json) {
     nlohmann::json j;
     j["kernel"] = hls::kUpdateKernelName;
-    j["backend"] = o.backend;
-    if (o.backend == "rtl") j["cycles"] = cycles;
-    j["optimizer"] = o.optimizer;
+    j["backend"] = o.dev.backend;
+    if (o.dev.backend == "rtl") j["cycles"] = cycles;
+    j["optimizer"] = o.h.optimizer;
     j["grad"] = DTypeName(spec.grad.grad);
     j["out"] = OutDTypeName(spec.grad.out);
     j["n"] = p.spec.n;
     j["nnz"] = p.nnz;
     j["topk"] = p.spec.topk;
-    j["ftz"] = o.ftz;
-    j["seed"] = o.seed;
+    j["ftz"] = o.h.ftz;
+    j["seed"] = o.h.seed;
     j["step"] = o.step;
     j["mode"] = Hex(p.launch.mode);
     j["status"] = {{"error", err}, {"position", err_pos}, {"message", DescribeKernelError(err, err_pos)}};
@@ -163,15 +133,17 @@ int RunKernel(const KernelOpts& o) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("csd_update %s: optimizer=%s grad=%s out=%s n=%u %s ftz=%s seed=%llu step=%lld\n",
-                o.backend == "model" ? "host model" : o.backend == "rtl" ? "RTL (Verilator)" : "OpenCL",
-                o.optimizer.c_str(), DTypeName(spec.grad.grad), OutDTypeName(spec.grad.out),
+                o.dev.backend == "model" ? "host model"
+                : o.dev.backend == "rtl" ? "RTL (Verilator)"
+                                         : "OpenCL",
+                o.h.optimizer.c_str(), DTypeName(spec.grad.grad), OutDTypeName(spec.grad.out),
                 p.spec.n,
                 p.spec.grad.sparse ? ("sparse nnz=" + std::to_string(p.nnz)).c_str() : "dense",
-                o.ftz ? "on" : "off", static_cast<unsigned long long>(o.seed),
+                o.h.ftz ? "on" : "off", static_cast<unsigned long long>(o.h.seed),
                 static_cast<long long>(o.step));
     std::printf("status   %s\n", err == 0 ? "ok" : DescribeKernelError(err, err_pos).c_str());
     std::printf("time     %.3f ms, %.1f M elements/s\n", sec * 1e3, eps / 1e6);
-    if (o.backend == "rtl") {
+    if (o.dev.backend == "rtl") {
       std::printf("cycles   %llu (%.3f per element, %.3f words per cycle)\n",
                   static_cast<unsigned long long>(cycles), static_cast<double>(cycles) / p.spec.n,
                   p.spec.n / 16.0 / static_cast<double>(cycles ? cycles : 1));
@@ -193,43 +165,14 @@ void AddKernelCommand(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "kernel", "Run the updater kernel's host model on a generated problem; print elements/s "
                 "and a CRC-32 of every output");
-  c->add_option("--optimizer", o->optimizer, "adamw|adam|sgd|adagrad|lion")
-      ->check(CLI::IsMember({"adamw", "adam", "sgd", "adagrad", "lion"}))
-      ->capture_default_str();
-  c->add_option("--grad", o->grad, "gradient dtype fp32|fp16|bf16")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
-      ->capture_default_str();
-  c->add_option("--out", o->out, "low-precision weight copy none|fp16|bf16")
-      ->check(CLI::IsMember({"none", "fp16", "bf16"}))
-      ->capture_default_str();
   c->add_option("--n", o->n, "elements")->check(CLI::Range(1u, 0xffffffffu))->capture_default_str();
   c->add_option("--topk", o->topk, "Top-K sparse gradient with this ratio in (0,1]");
-  c->add_option("--seed", o->seed, "data seed")->capture_default_str();
   c->add_option("--step", o->step, "optimizer step number (from 1)")->capture_default_str();
-  c->add_flag("--ftz", o->ftz, "FTZ/DAZ policy instead of IEEE");
   c->add_flag("--json", o->json, "print JSON");
   c->add_option("--dump", o->dump, "write inputs, outputs and problem.json (golden vectors) here");
   c->add_flag("--args", o->args, "print the kernel's argument table / register map and exit");
-  c->add_option("--backend", o->backend,
-                "model (host model), rtl (Verilated RTL through the AXI harness), opencl")
-      ->check(CLI::IsMember({"model", "rtl", "opencl"}))
-      ->capture_default_str();
-  c->add_option("--trace", o->trace, "rtl: write an FST waveform of the launch to this file");
-  c->add_option("--memory", o->memory, "rtl: AXI memory timing ideal|ddr|stress")
-      ->check(CLI::IsMember({"ideal", "ddr", "stress"}))
-      ->capture_default_str();
-  c->add_option("--lr", o->lr, "learning rate");
-  c->add_option("--beta1", o->beta1, "beta1");
-  c->add_option("--beta2", o->beta2, "beta2");
-  c->add_option("--eps", o->eps, "epsilon");
-  c->add_option("--weight-decay", o->wd, "weight decay");
-  c->add_option("--momentum", o->momentum, "SGD momentum");
-  c->add_option("--dampening", o->dampening, "SGD dampening");
-  c->add_flag("--nesterov", o->nesterov, "SGD Nesterov momentum");
-  c->add_option("--lr-decay", o->lr_decay, "Adagrad lr decay");
-  c->add_option("--initial-accumulator", o->acc0, "Adagrad initial accumulator value");
-  c->add_option("--loss-scale", o->loss_scale, "gradients are generated multiplied by this")
-      ->capture_default_str();
+  o->h.Add(c);
+  o->dev.Add(c);
   c->add_option("--clip", o->clip, "clip coefficient folded into the unscale factor")
       ->capture_default_str();
   c->callback([o]() {

@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
-#include "csdkit/problem.h"
+#include "csdkit/platform/problem.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"csdkit: near-storage optimizer offload kit (kernels, model, benchmarks)"};

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "options.h"
 #include "p2p_bench.h"
 
 namespace csdkit::cli {
@@ -11,29 +12,26 @@ namespace csdkit::cli {
 void AddP2pCommand(CLI::App& app) {
   auto o = std::make_shared<bench::P2pBenchOptions>();
   auto json = std::make_shared<bool>(false);
+  auto dev = std::make_shared<DeviceOptions>("model", "stress");
   CLI::App* c = app.add_subcommand(
       "p2p-bench", "SSD -> device and device -> SSD bandwidth sweep over block sizes and queue "
                    "depths (emulated SmartSSD: its NVMe directory and device memory)");
-  c->add_option("--device", o->device, "device index")->capture_default_str();
   c->add_option("--dir", o->dir, "the device's NVMe namespace directory (O_DIRECT capable)")
       ->capture_default_str();
   c->add_option("--bytes", o->bytes, "bytes per measurement")->capture_default_str();
   c->add_option("--block-size", o->block_sizes, "block sizes to sweep (bytes)");
   c->add_option("--queue-depth", o->queue_depths, "queue depths to sweep");
   c->add_option("--reps", o->reps, "repetitions (best of)")->capture_default_str();
-  c->add_option("--backend", o->backend, "model (emulated SmartSSD) or opencl")
-      ->check(CLI::IsMember({"model", "opencl"}))
-      ->capture_default_str();
-  c->add_option("--platform", o->platform, "opencl: substring of the platform name");
-  c->add_option("--xclbin", o->xclbin, "opencl on a Xilinx platform: the csd_update xclbin");
+  dev->Add(c);
   c->add_flag("--json", *json, "print JSON");
-  c->callback([o, json] {
+  c->callback([o, json, dev] {
+    o->device = dev->Spec(1);
     const nlohmann::json j = bench::P2pBench(*o);
     if (*json) {
       std::cout << j.dump(2) << "\n";
       return;
     }
-    std::printf("device %u, %llu MiB per transfer (best of %u)\n", o->device,
+    std::printf("device %u, %llu MiB per transfer (best of %u)\n", o->device.first,
                 static_cast<unsigned long long>(o->bytes >> 20), o->reps);
     std::printf("%12s %6s %14s %14s\n", "block", "qd", "ssd->dev GB/s", "dev->ssd GB/s");
     for (const auto& r : j["results"]) {

@@ -12,7 +12,9 @@
 #include "csdkit/emu/emu_device.h"
 #include "csdkit/emu/rtl_kernel.h"
 #include "csdkit/hls/sparse.h"
-#include "csdkit/selftest.h"
+#include "csdkit/platform/selftest.h"
+#include "csdkit/system/device_set.h"
+#include "options.h"
 
 namespace csdkit::cli {
 
@@ -36,15 +38,15 @@ std::string InputsOf(const Problem& p, uint64_t i) {
 }
 
 struct VerifyOpts {
-  std::vector<std::string> optimizers = {"adamw", "adam", "sgd", "adagrad", "lion"};
+  std::vector<std::string> optimizers = OptimizerNames();
   std::vector<std::string> grads = {"fp32", "fp16", "bf16"};
   std::vector<std::string> outs = {"none", "fp16", "bf16"};
-  std::string sparse = "both", policy = "both", memory = "stress";
+  std::string sparse = "both", policy = "both";
   uint32_t n = 1000;
   unsigned seeds = 1;
   double topk = 0.05;
-  std::string trace;
   bool json = false;
+  DeviceOptions dev{"rtl", "stress"};
 };
 
 }  // namespace
@@ -68,13 +70,12 @@ void AddRtlCommands(CLI::App& app) {
   c->add_option("--seeds", o->seeds, "problems per configuration (seeds 1..K)")
       ->capture_default_str();
   c->add_option("--topk", o->topk, "Top-K ratio of the sparse problems")->capture_default_str();
-  c->add_option("--memory", o->memory, "AXI memory timing: ideal|ddr|stress")
-      ->check(CLI::IsMember({"ideal", "ddr", "stress"}))
-      ->capture_default_str();
-  c->add_option("--trace", o->trace, "FST waveform of the (last) RTL launch");
   c->add_flag("--json", o->json, "print JSON");
+  o->dev.Add(c);
   c->callback([o] {
-    if (!emu::RtlAvailable()) throw std::runtime_error("this build has no Verilated RTL");
+    if (o->dev.backend == "rtl" && !emu::RtlAvailable()) {
+      throw std::runtime_error("--backend rtl: this build has no Verilated RTL");
+    }
     nlohmann::json rows = nlohmann::json::array();
     int launches = 0, failed = 0;
     for (const std::string& opt : o->optimizers) {
@@ -97,14 +98,12 @@ void AddRtlCommands(CLI::App& app) {
                 std::memset(p.buf.out16.data(), 0xab, p.buf.out16.size());
                 UpdateBuffers exp = p.buf.Clone();
                 RunUpdate(exp, p.spec.n, p.nnz, p.launch);
-                emu::EmuOptions eo;
-                eo.backend = emu::Backend::kRtl;
-                eo.rtl.memory = emu::ParseRtlMemory(o->memory);
-                eo.rtl.seed = seed;
-                eo.rtl.trace = o->trace;
-                emu::EmulatedSmartSsd dev(eo);
-                const UpdateBuffers got = RunOnDevice(dev, p);
-                const emu::RtlLaunchStats st = dev.last_rtl_launch();
+                DeviceSpec ds = o->dev.Spec(1);
+                ds.rtl.seed = seed;
+                DeviceSet devices(ds);
+                const UpdateBuffers got = RunOnDevice(devices[0], p);
+                emu::RtlLaunchStats st;
+                if (emu::EmulatedSmartSsd* e = devices.emulated(0)) st = e->last_rtl_launch();
                 nlohmann::json row{{"optimizer", opt}, {"grad", gname},      {"out", oname},
                                    {"sparse", sparse}, {"ftz", ftz},         {"seed", seed},
                                    {"n", o->n},        {"cycles", st.cycles}};
@@ -178,12 +177,13 @@ nlohmann::json RtlBench(uint32_t n) {
         spec.n = n;
         spec.topk = sparse ? 0.01 : 0.0;
         Problem p = Problem::Generate(spec);
-        emu::EmuOptions eo;
-        eo.backend = emu::Backend::kRtl;
-        eo.rtl.memory = emu::ParseRtlMemory(mem);
-        emu::EmulatedSmartSsd dev(eo);
-        RunOnDevice(dev, p);
-        const emu::RtlLaunchStats st = dev.last_rtl_launch();
+        DeviceSpec ds;
+        ds.backend = Backend::kRtl;
+        ds.link_model = false;
+        ds.rtl.memory = emu::ParseRtlMemory(mem);
+        DeviceSet devices(ds);
+        RunOnDevice(devices[0], p);
+        const emu::RtlLaunchStats st = devices.emulated(0)->last_rtl_launch();
         hls::Mode md{};
         hls::DecodeMode(p.launch.mode, &md);
         const uint64_t words = hls::WordsFor(n, 4);

@@ -14,177 +14,23 @@
 #include <vector>
 
 #include "commands.h"
-#include "csdkit/emu/emu_device.h"
-#include "csdkit/emu/link_model.h"
-#include "csdkit/opencl_device.h"
-#include "csdkit/store.h"
-#include "csdkit/update.h"
-#include "csdkit/xclbin.h"
+#include "csdkit/runtime/scheduler.h"
+#include "csdkit/runtime/sizing.h"
+#include "csdkit/runtime/store.h"
+#include "csdkit/system/device_set.h"
+#include "options.h"
 
 namespace csdkit::cli {
 
 namespace {
 
-// Hyper-parameter options shared by init and run (NaN = the optimizer's default).
-struct HyperOpts {
-  std::string optimizer = "adamw", grad = "fp16", out = "fp16";
-  double lr = NAN, beta1 = NAN, beta2 = NAN, eps = NAN, wd = NAN, momentum = NAN,
-         dampening = NAN, lr_decay = NAN, acc0 = NAN;
-  bool nesterov = false, ftz = false;
-  double loss_scale = 1.0;
-  uint64_t seed = 1;
+// A store's devices (the device set, device k serving shard k) and its scheduler.
+struct StoreDevices {
+  DeviceSet devices;
+  Scheduler scheduler;
 
-  void Add(CLI::App* c) {
-    c->add_option("--optimizer", optimizer, "adamw|adam|sgd|adagrad|lion")
-        ->check(CLI::IsMember({"adamw", "adam", "sgd", "adagrad", "lion"}))
-        ->capture_default_str();
-    c->add_option("--grad", grad, "gradient dtype fp32|fp16|bf16")
-        ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
-        ->capture_default_str();
-    c->add_option("--out", out, "low-precision weight copy none|fp16|bf16")
-        ->check(CLI::IsMember({"none", "fp16", "bf16"}))
-        ->capture_default_str();
-    c->add_option("--lr", lr, "learning rate");
-    c->add_option("--beta1", beta1, "beta1");
-    c->add_option("--beta2", beta2, "beta2");
-    c->add_option("--eps", eps, "epsilon");
-    c->add_option("--weight-decay", wd, "weight decay");
-    c->add_option("--momentum", momentum, "SGD momentum");
-    c->add_option("--dampening", dampening, "SGD dampening");
-    c->add_flag("--nesterov", nesterov, "SGD Nesterov momentum");
-    c->add_option("--lr-decay", lr_decay, "Adagrad lr decay");
-    c->add_option("--initial-accumulator", acc0, "Adagrad initial accumulator value");
-    c->add_flag("--ftz", ftz, "FTZ/DAZ policy instead of IEEE");
-    c->add_option("--loss-scale", loss_scale, "gradients arrive multiplied by this")
-        ->capture_default_str();
-    c->add_option("--seed", seed, "seed of the initial state and synthetic gradients")
-        ->capture_default_str();
-  }
-  StoreConfig Config(uint64_t params, unsigned devices) const {
-    StoreConfig c;
-    c.params = params;
-    c.devices = devices;
-    c.hyper = OptimizerConfig::Defaults(ParseOptimizer(optimizer));
-    auto set = [](double v, double& dst) {
-      if (!std::isnan(v)) dst = v;
-    };
-    set(lr, c.hyper.lr);
-    set(beta1, c.hyper.beta1);
-    set(beta2, c.hyper.beta2);
-    set(eps, c.hyper.eps);
-    set(wd, c.hyper.weight_decay);
-    set(momentum, c.hyper.momentum);
-    set(dampening, c.hyper.dampening);
-    set(lr_decay, c.hyper.lr_decay);
-    set(acc0, c.hyper.initial_accumulator_value);
-    c.hyper.nesterov = nesterov;
-    c.grad = ParseGradDType(grad);
-    c.out = ParseOutDType(out);
-    c.ftz = ftz;
-    c.loss_scale = loss_scale;
-    c.seed = seed;
-    return c;
-  }
-};
-
-// Device options shared by step and run.
-struct DeviceOpts {
-  std::string backend = "model";
-  uint64_t device_mem = uint64_t{4} << 30;
-  bool link_model = true;
-  std::string aio_json;  // a DeepSpeed config file with an "aio" block
-  std::string platform, xclbin;
-
-  void Add(CLI::App* c) {
-    c->add_option("--backend", backend,
-                  "devices: model (emulated SmartSSDs, host-model kernel), rtl (emulated, "
-                  "Verilated RTL), opencl (OpenCL devices: PoCL, or Xilinx cards with --xclbin)")
-        ->check(CLI::IsMember({"model", "rtl", "opencl"}))
-        ->capture_default_str();
-    c->add_option("--platform", platform, "opencl: substring of the OpenCL platform name");
-    c->add_option("--xclbin", xclbin, "opencl on a Xilinx platform: the csd_update xclbin");
-    c->add_option("--device-mem", device_mem, "device memory per SmartSSD in bytes")
-        ->capture_default_str();
-    c->add_flag("!--no-link-model", link_model,
-                "do not estimate SmartSSD hardware time with the link model");
-    c->add_option("--ds-config", aio_json,
-                  "DeepSpeed JSON config whose \"aio\" block configures the storage engine");
-  }
-  aio::AioConfig Aio() const {
-    if (aio_json.empty()) return aio::AioConfig();
-    std::ifstream f(aio_json);
-    if (!f) throw std::invalid_argument("--ds-config: cannot read '" + aio_json + "'");
-    return aio::AioConfig::FromDeepSpeedConfig(nlohmann::json::parse(f));
-  }
-};
-
-// The emulated SmartSSDs of a store, and their shared link model.
-struct EmuSystem {
-  std::shared_ptr<emu::LinkModel> links;
-  std::vector<std::unique_ptr<emu::EmulatedSmartSsd>> devs;
-  std::unique_ptr<Runtime> runtime;
-
-  std::vector<std::unique_ptr<OpenClDevice>> cl_devs;
-
-  EmuSystem(Store& store, const DeviceOpts& o) {
-    const unsigned n = store.config().devices;
-    std::vector<Device*> raw;
-    const aio::AioConfig aio = o.Aio();
-    if (o.backend == "opencl") {
-      // Real OpenCL devices: no link model (their time is their own). Store device k is OpenCL
-      // device k of the platform; a platform with fewer devices (PoCL's one CPU device) serves
-      // several store devices with the same OpenCL device.
-      const unsigned avail = OpenClDeviceCount(o.platform);
-      if (avail == 0) {
-        throw std::runtime_error("--backend opencl: expected an OpenCL platform" +
-                                 (o.platform.empty() ? std::string() : " matching '" + o.platform + "'") +
-                                 " with devices, found none");
-      }
-      for (unsigned d = 0; d < n; ++d) {
-        OpenClOptions co;
-        co.index = d;
-        co.device = d % avail;
-        co.platform = o.platform;
-        co.xclbin = o.xclbin;
-        co.capacity = o.device_mem;
-        co.aio = aio;
-        cl_devs.push_back(std::make_unique<OpenClDevice>(co));
-        raw.push_back(cl_devs.back().get());
-      }
-      runtime = std::make_unique<Runtime>(store, raw);
-      return;
-    }
-    if (o.link_model) links = std::make_shared<emu::LinkModel>(emu::LinkProfile::SmartSsd(), n);
-    // The emulated devices load and check an xclbin like cards: the one given, or the emulated
-    // SmartSSD's (written next to the store on first use).
-    std::string xclbin = o.xclbin;
-    if (xclbin.empty()) {
-      xclbin = store.dir() + "/csd_update.emu.xclbin";
-      if (::access(xclbin.c_str(), R_OK) != 0) {
-        EmulationXclbinOptions xo;
-        xo.target = o.backend == "rtl" ? "hw_emu" : "sw_emu";
-        WriteEmulationXclbin(xclbin, xo);
-      }
-    }
-    for (unsigned d = 0; d < n; ++d) {
-      emu::EmuOptions eo;
-      eo.index = d;
-      eo.capacity = o.device_mem;
-      eo.backend = emu::ParseBackend(o.backend);
-      eo.aio = aio;
-      eo.links = links;
-      eo.xclbin = xclbin;
-      devs.push_back(std::make_unique<emu::EmulatedSmartSsd>(eo));
-      raw.push_back(devs.back().get());
-    }
-    std::function<double()> vt;
-    std::function<void()> reset;
-    if (links) {
-      vt = [l = links] { return l->Horizon(); };
-      reset = [l = links] { l->Reset(); };
-    }
-    runtime = std::make_unique<Runtime>(store, raw, vt, reset);
-  }
+  StoreDevices(Store& store, const DeviceOptions& o)
+      : devices(o.Spec(store.config().devices, store.dir())), scheduler(store, devices) {}
 };
 
 bool Tty() { return isatty(STDERR_FILENO) != 0; }
@@ -216,12 +62,21 @@ struct InitOpts {
   std::string dir;
   uint32_t subgroup = 0;
   uint64_t device_mem = uint64_t{4} << 30;
-  HyperOpts h;
+  HyperOptions h{"fp16", "fp16", "seed of the initial state and synthetic gradients"};
   bool json = false;
 };
 
 Store DoInit(const InitOpts& o) {
-  StoreConfig c = o.h.Config(o.params, o.devices);
+  StoreConfig c;
+  c.params = o.params;
+  c.devices = o.devices;
+  c.hyper = o.h.Config();
+  const GradSpec g = o.h.Grad();
+  c.grad = g.grad;
+  c.out = g.out;
+  c.ftz = g.ftz;
+  c.loss_scale = g.loss_scale;
+  c.seed = o.h.seed;
   const uint64_t shard = (o.params + o.devices - 1) / o.devices;
   const uint32_t fit = SubgroupForMemory(o.device_mem, c.hyper, c.grad, c.out, shard);
   if (o.subgroup != 0) {
@@ -274,10 +129,10 @@ struct StepOpts {
   unsigned threads = 0;
   int64_t overflow_step = -1;
   bool json = false;
-  DeviceOpts dev;
+  DeviceOptions dev{"model", "stress"};
 };
 
-std::vector<StepReport> DoSteps(Store& store, EmuSystem& sys, const StepOpts& o,
+std::vector<StepReport> DoSteps(Store& store, StoreDevices& sys, const StepOpts& o,
                                 const std::string& label) {
   std::vector<StepReport> reps;
   for (int i = 0; i < o.steps; ++i) {
@@ -288,7 +143,7 @@ std::vector<StepReport> DoSteps(Store& store, EmuSystem& sys, const StepOpts& o,
     so.clip_coef = o.clip;
     so.host_threads = o.threads;
     so.progress = ProgressBar(label + " step " + std::to_string(t));
-    reps.push_back(sys.runtime->Step(g, so));
+    reps.push_back(sys.scheduler.Step(g, so));
   }
   return reps;
 }
@@ -328,7 +183,7 @@ void AddStep(CLI::App& app) {
   o->dev.Add(c);
   c->callback([o] {
     Store store = Store::Open(o->dir);
-    EmuSystem sys(store, o->dev);
+    StoreDevices sys(store, o->dev);
     const auto reps = DoSteps(store, sys, *o, o->mode);
     const uint64_t m_bytes = store.config().params * 2;
     if (o->json) {
@@ -389,8 +244,8 @@ struct RunOpts {
   double topk = 0.0;
   bool json = false, keep = false;
   uint32_t subgroup = 0;
-  HyperOpts h;
-  DeviceOpts dev;
+  HyperOptions h{"fp16", "fp16", "seed of the initial state and synthetic gradients"};
+  DeviceOptions dev{"model", "stress"};
 };
 
 bool SameFiles(const Store& a, const Store& b, std::string* diff) {
@@ -444,7 +299,7 @@ void AddRun(CLI::App& app) {
       if (!o->json && Tty()) std::fprintf(stderr, "initialising %s ...\r", sdir[m].c_str());
       Store store = DoInit(io);
       desc = store.Describe();
-      EmuSystem sys(store, o->dev);
+      StoreDevices sys(store, o->dev);
       StepOpts so;
       so.mode = mode[m];
       so.steps = o->steps;

@@ -6,17 +6,16 @@
 #include <vector>
 
 #include "commands.h"
-#include "csdkit/emu/emu_device.h"
-#include "csdkit/opencl_device.h"
-#include "csdkit/selftest.h"
+#include "csdkit/platform/selftest.h"
+#include "csdkit/system/device_set.h"
+#include "options.h"
 
 namespace csdkit::cli {
 
 namespace {
 
 struct SelfTestOpts {
-  std::string backend = "opencl", platform, xclbin;
-  unsigned device = 0;
+  DeviceOptions dev{"opencl", "stress"};
   std::vector<uint32_t> sizes = {1, 17, 4097, 70001};
   bool ftz_only = false, json = false, verbose = false;
 };
@@ -28,31 +27,15 @@ void AddSelfTestCommand(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "selftest", "Run every kernel configuration (optimizer x dtypes x dense/sparse x policy x "
                   "sizes, with special values) on a device and compare with the host model");
-  c->add_option("--backend", o->backend, "opencl (a card with --xclbin, or PoCL), model, rtl")
-      ->check(CLI::IsMember({"opencl", "model", "rtl"}))
-      ->capture_default_str();
-  c->add_option("--device", o->device, "device index within the platform")->capture_default_str();
-  c->add_option("--platform", o->platform, "substring of the OpenCL platform name");
-  c->add_option("--xclbin", o->xclbin, "the csd_update xclbin (Xilinx platforms)");
+  o->dev.Add(c);
   c->add_option("--sizes", o->sizes, "element counts to test")->capture_default_str();
   c->add_flag("--ftz-only", o->ftz_only,
               "only the FTZ/DAZ policy (what an HLS-built xclbin implements)");
   c->add_flag("--verbose", o->verbose, "one line per launch");
   c->add_flag("--json", o->json, "print JSON");
   c->callback([o] {
-    std::unique_ptr<Device> dev;
-    if (o->backend == "opencl") {
-      OpenClOptions co;
-      co.device = o->device;
-      co.platform = o->platform;
-      co.xclbin = o->xclbin;
-      dev = std::make_unique<OpenClDevice>(co);
-    } else {
-      emu::EmuOptions eo;
-      eo.index = o->device;
-      eo.backend = emu::ParseBackend(o->backend);
-      dev = std::make_unique<emu::EmulatedSmartSsd>(eo);
-    }
+    DeviceSet devices(o->dev.Spec(1));
+    Device& dev = devices[0];
     SelfTestOptions so;
     so.sizes = o->sizes;
     so.ieee = !o->ftz_only;
@@ -61,14 +44,14 @@ void AddSelfTestCommand(CLI::App& app) {
       if (!diff.empty()) std::printf("MISMATCH %s: %s\n", what.c_str(), diff.c_str());
       else if (o->verbose) std::printf("ok       %s\n", what.c_str());
     };
-    const SelfTestReport r = SelfTest(*dev, so);
+    const SelfTestReport r = SelfTest(dev, so);
     if (o->json) {
       nlohmann::json j = r.ToJson();
-      j["device"] = dev->Describe();
+      j["device"] = dev.Describe();
       std::cout << j.dump(2) << "\n";
     } else {
       std::printf("%s: %d launches, %d bit-exact with the host model, %d mismatched\n",
-                  dev->Describe().c_str(), r.launches, r.launches - r.failed, r.failed);
+                  dev.Describe().c_str(), r.launches, r.launches - r.failed, r.failed);
     }
     if (r.failed != 0) throw CLI::RuntimeError(1);
   });

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "csdkit/xclbin.h"
+#include "csdkit/platform/xclbin.h"
 
 namespace csdkit::cli {
 

@@ -33,8 +33,10 @@ const hls::ArgInfo& ApCtrl::Arg(const std::string& name) const {
   throw SimError("ApCtrl: the kernel has no argument '" + name + "' (arguments: " + names + ")");
 }
 
-void ApCtrl::SetArg(const std::string& name, uint64_t value) {
-  const hls::ArgInfo& a = Arg(name);
+void ApCtrl::SetArg(const std::string& name, uint64_t value) { SetArg(Arg(name), value); }
+
+void ApCtrl::SetArg(const hls::ArgInfo& a, uint64_t value) {
+  const std::string name = a.name;
   if (a.kind == hls::ArgKind::kPtr) {
     axil_->Write(a.offset, static_cast<uint32_t>(value));
     axil_->Write(a.offset + 4, static_cast<uint32_t>(value >> 32));

@@ -1,31 +1,30 @@
-// The emulated SmartSSD: device memory with a capacity, peer-to-peer transfers between the
-// device's NVMe namespace (a directory of O_DIRECT files) and that memory through the libaio
-// engine with no host bounce buffer, host transfers, the updater kernel run by a backend, a
-// device-side CRC, per-link byte counters and an optional link model in virtual time.
+// The emulated SmartSSD: device memory with a capacity (host memory standing in for FPGA DDR),
+// peer-to-peer transfers between the device's NVMe namespace (a directory of O_DIRECT files)
+// and that memory through the libaio engine with no host bounce buffer, host transfers, the
+// updater kernel run by a backend (the host model or the Verilated RTL), a device-side CRC,
+// per-link byte counters and an optional link model in virtual time. Everything but the
+// buffers and the launch is the host-mapped device base (csdkit/platform/host_mapped_device.h).
+// Constructed by the device set (host/system).
 #ifndef CSDKIT_EMU_EMU_DEVICE_H_
 #define CSDKIT_EMU_EMU_DEVICE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "csdkit/aio/aio_config.h"
-#include "csdkit/aio/aio_engine.h"
-#include "csdkit/device.h"
 #include "csdkit/emu/link_model.h"
 #include "csdkit/emu/rtl_kernel.h"
+#include "csdkit/platform/host_mapped_device.h"
 
 namespace csdkit::emu {
 
 /// Which implementation of the kernel the emulated device runs.
 enum class Backend {
   kModel,  // the L2 kernel compiled for the host (hls/kernels), bit-accurate
-  kRtl,    // the Verilated RTL through the AXI harness (not in this build yet)
+  kRtl,    // the Verilated RTL through the AXI harness (builds configured with Verilator)
 };
-Backend ParseBackend(const std::string& s);
-const char* BackendName(Backend b);
 
 struct EmuOptions {
   unsigned index = 0;                   // device number (for the link model and messages)
@@ -40,51 +39,26 @@ struct EmuOptions {
   RtlOptions rtl;
 };
 
-class EmulatedSmartSsd final : public Device {
+class EmulatedSmartSsd final : public HostMappedDevice {
  public:
   /// Throws std::invalid_argument for a backend this build does not have.
   explicit EmulatedSmartSsd(const EmuOptions& o);
   ~EmulatedSmartSsd() override;
 
   std::string Describe() const override;
-  uint64_t capacity() const override { return opt_.capacity; }
-  uint64_t allocated() const override { return allocated_.load(); }
-  DeviceBufferPtr Alloc(uint64_t bytes) override;
+  uint32_t LaunchUpdate(const DeviceLaunch& l, uint32_t* status16 = nullptr,
+                        VirtualClock* vc = nullptr) override;
 
-  aio::IoTicket P2PRead(const aio::File& file, uint64_t file_offset, DeviceBuffer& dst,
-                        uint64_t dst_offset, uint64_t len, VirtualClock* vc = nullptr) override;
-  aio::IoTicket P2PWrite(const aio::File& file, uint64_t file_offset, const DeviceBuffer& src,
-                         uint64_t src_offset, uint64_t len, VirtualClock* vc = nullptr) override;
-  void HostToDevice(const void* src, DeviceBuffer& dst, uint64_t dst_offset, uint64_t len,
-                    VirtualClock* vc = nullptr) override;
-  void DeviceToHost(const DeviceBuffer& src, uint64_t src_offset, void* dst, uint64_t len,
-                    VirtualClock* vc = nullptr) override;
-  aio::IoTicket HostRead(const aio::File& file, uint64_t file_offset, void* dst, uint64_t len,
-                         VirtualClock* vc = nullptr) override;
-  aio::IoTicket HostWrite(const aio::File& file, uint64_t file_offset, const void* src,
-                          uint64_t len, VirtualClock* vc = nullptr) override;
-  uint32_t LaunchUpdate(const UpdateBuffersDev& b, uint32_t n, uint32_t nnz,
-                        const KernelLaunch& k, uint32_t* status16 = nullptr, VirtualClock* vc = nullptr) override;
-  uint32_t Crc32(const DeviceBuffer& b, uint64_t offset, uint64_t len) override;
-  LinkBytes bytes() const override;
-
-  /// Storage-engine counters of this device (requests, short transfers, ...).
-  aio::IoCounters io_counters() const { return engine_.counters(); }
   /// Backend rtl: the statistics of the last launch (cycles, bytes per bundle).
   RtlLaunchStats last_rtl_launch() const;
 
-  class Buffer;
-  friend class Buffer;
-
  private:
-  void Count(Link l, uint64_t bytes, VirtualClock* vc);
-  uint8_t* Span(const DeviceBuffer& b, uint64_t offset, uint64_t len, const char* what) const;
+  class Buffer;
+  std::shared_ptr<MappedBuffer> NewBuffer(uint64_t bytes) override;
+  void OnTransfer(Link l, uint64_t bytes, VirtualClock* vc) override;
 
   EmuOptions opt_;
-  aio::Engine engine_;
-  std::atomic<uint64_t> allocated_{0};
-  mutable std::mutex mu_;
-  LinkBytes bytes_;
+  mutable std::mutex mu_;  // last_rtl_
   RtlLaunchStats last_rtl_;
 };
 

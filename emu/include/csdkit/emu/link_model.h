@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "csdkit/device.h"
+#include "csdkit/platform/device.h"
 
 namespace csdkit::emu {
 

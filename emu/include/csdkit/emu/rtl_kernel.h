@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "csdkit/platform/update_launch.h"
+
 namespace csdkit::emu {
 
 /// Memory timing behind the m_axi bundles.
@@ -46,13 +48,13 @@ struct RtlLaunchStats {
 };
 
 /// Runs one launch of csd_update on the RTL. The policy of the build (the Verilated model with
-/// FtzDaz = 0 or 1) is chosen from the mode word's ftz bit. `args` gives every argument of the
-/// table by name (pointers as device addresses). Returns the cycles; the status word is in
-/// memory at the `status` address. Throws SimError/std::runtime_error on a harness rule
-/// violation (a burst crossing 4 KiB, an access outside every region, a timeout).
+/// FtzDaz = 0 or 1) is chosen from the mode word's ftz bit. `launch` gives every argument of
+/// the table (buffers as device addresses), written to the control registers in table order.
+/// Returns the cycles; the status word is in memory at the `status` address. Throws
+/// SimError/std::runtime_error on a harness rule violation (a burst crossing 4 KiB, an access
+/// outside every region, a timeout).
 RtlLaunchStats RunRtlLaunch(const std::vector<RtlRegion>& regions,
-                            const std::vector<std::pair<std::string, uint64_t>>& args,
-                            const RtlOptions& o);
+                            const UpdateLaunch<uint64_t>& launch, const RtlOptions& o);
 
 /// Pipeline latencies of the fp units the RTL is built from (cycles).
 nlohmann::json RtlUnitLatencies();

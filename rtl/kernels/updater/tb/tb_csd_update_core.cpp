@@ -32,8 +32,8 @@
 #include "core_harness.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
-#include "csdkit/problem.h"
-#include "csdkit/sparse_codec.h"
+#include "csdkit/platform/problem.h"
+#include "csdkit/platform/sparse_codec.h"
 #include "test_util.h"
 
 namespace {

@@ -52,6 +52,8 @@ class ApCtrl {
   /// Writes an argument: a pointer as low then high word, a scalar as one word (throws
   /// SimError if the value does not fit 32 bits).
   void SetArg(const std::string& name, uint64_t value);
+  /// Writes the argument of a table entry (an entry of the table given at construction).
+  void SetArg(const hls::ArgInfo& arg, uint64_t value);
   /// Reads an argument back.
   uint64_t GetArg(const std::string& name);
   /// Sets several arguments in the order given.

@@ -1,0 +1,114 @@
+#include "options.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <vector>
+
+namespace csdkit::cli {
+
+void DeviceOptions::Add(CLI::App* c) {
+  c->add_option("--backend", backend,
+                "devices: model (emulated SmartSSDs, host-model kernel), rtl (emulated, "
+                "Verilated RTL), opencl (OpenCL devices: PoCL, or Xilinx cards with --xclbin)")
+      ->check(CLI::IsMember({"model", "rtl", "opencl"}))
+      ->capture_default_str();
+  c->add_option("--platform", platform, "opencl: substring of the OpenCL platform name");
+  c->add_option("--xclbin", xclbin,
+                "the csd_update xclbin: required on a Xilinx card; emulated devices: an "
+                "emulated-SmartSSD xclbin");
+  c->add_option("--device", device,
+                "number of the first device (opencl: device index within the platform)")
+      ->capture_default_str();
+  c->add_option("--device-mem", device_mem, "device memory per device in bytes")
+      ->check(CLI::Range(uint64_t{1}, UINT64_MAX))
+      ->capture_default_str();
+  c->add_flag("!--no-link-model", link_model,
+              "do not estimate SmartSSD hardware time with the link model");
+  c->add_option("--ds-config", ds_config,
+                "DeepSpeed JSON config whose \"aio\" block configures the storage engine");
+  c->add_option("--memory", memory, "rtl: AXI memory timing ideal|ddr|stress")
+      ->check(CLI::IsMember({"ideal", "ddr", "stress"}))
+      ->capture_default_str();
+  c->add_option("--trace", trace, "rtl: write an FST waveform of the (last) launch to this file");
+}
+
+DeviceSpec DeviceOptions::Spec(unsigned count, const std::string& xclbin_dir) const {
+  DeviceSpec s;
+  s.backend = ParseBackend(backend);
+  s.count = count;
+  s.first = device;
+  s.device_mem = device_mem;
+  s.platform = platform;
+  s.xclbin = xclbin;
+  s.xclbin_dir = xclbin_dir;
+  s.link_model = link_model;
+  if (!ds_config.empty()) {
+    std::ifstream f(ds_config);
+    if (!f) throw std::invalid_argument("--ds-config: cannot read '" + ds_config + "'");
+    s.aio = aio::AioConfig::FromDeepSpeedConfig(nlohmann::json::parse(f));
+  }
+  s.rtl.memory = emu::ParseRtlMemory(memory);
+  s.rtl.trace = trace;
+  return s;
+}
+
+void HyperOptions::Add(CLI::App* c) {
+  app_ = c;
+  c->add_option("--optimizer", optimizer, "adamw|adam|sgd|adagrad|lion")
+      ->check(CLI::IsMember(OptimizerNames()))
+      ->capture_default_str();
+  c->add_option("--grad", grad, "gradient dtype fp32|fp16|bf16")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->capture_default_str();
+  c->add_option("--out", out, "low-precision weight copy none|fp16|bf16")
+      ->check(CLI::IsMember({"none", "fp16", "bf16"}))
+      ->capture_default_str();
+  c->add_option("--lr", lr, "learning rate");
+  c->add_option("--beta1", beta1, "beta1");
+  c->add_option("--beta2", beta2, "beta2");
+  c->add_option("--eps", eps, "epsilon");
+  c->add_option("--weight-decay", wd, "weight decay");
+  c->add_option("--momentum", momentum, "SGD momentum");
+  c->add_option("--dampening", dampening, "SGD dampening");
+  c->add_flag("--nesterov", nesterov, "SGD Nesterov momentum");
+  c->add_option("--lr-decay", lr_decay, "Adagrad lr decay");
+  c->add_option("--initial-accumulator", acc0, "Adagrad initial accumulator value");
+  c->add_flag("--ftz", ftz, "FTZ/DAZ policy instead of IEEE");
+  c->add_option("--loss-scale", loss_scale, "gradients arrive multiplied by this")
+      ->capture_default_str();
+  c->add_option("--seed", seed, seed_help_)->capture_default_str();
+}
+
+bool HyperOptions::Given(const char* opt) const {
+  return app_ != nullptr && app_->count(opt) > 0;
+}
+
+OptimizerConfig HyperOptions::Config() const {
+  OptimizerConfig c = OptimizerConfig::Defaults(ParseOptimizer(optimizer));
+  auto set = [&](const char* opt, double v, double& dst) {
+    if (Given(opt)) dst = v;
+  };
+  set("--lr", lr, c.lr);
+  set("--beta1", beta1, c.beta1);
+  set("--beta2", beta2, c.beta2);
+  set("--eps", eps, c.eps);
+  set("--weight-decay", wd, c.weight_decay);
+  set("--momentum", momentum, c.momentum);
+  set("--dampening", dampening, c.dampening);
+  set("--lr-decay", lr_decay, c.lr_decay);
+  set("--initial-accumulator", acc0, c.initial_accumulator_value);
+  c.nesterov = nesterov;
+  return c;
+}
+
+GradSpec HyperOptions::Grad() const {
+  GradSpec g;
+  g.grad = ParseGradDType(grad);
+  g.out = ParseOutDType(out);
+  g.ftz = ftz;
+  g.loss_scale = loss_scale;
+  return g;
+}
+
+}  // namespace csdkit::cli

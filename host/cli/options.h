@@ -1,0 +1,62 @@
+// Options that several commands share, written once: the device options of every command that
+// runs the kernel, and the optimizer's hyper-parameters.
+#ifndef CSDKIT_CLI_OPTIONS_H_
+#define CSDKIT_CLI_OPTIONS_H_
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "csdkit/platform/optimizer.h"
+#include "csdkit/system/device_set.h"
+
+namespace csdkit::cli {
+
+/// --backend, --platform, --xclbin, --device, --device-mem, --no-link-model, --ds-config,
+/// --memory and --trace (rtl): what the device set needs.
+struct DeviceOptions {
+  std::string backend;
+  std::string platform, xclbin;
+  unsigned device = 0;
+  uint64_t device_mem = uint64_t{4} << 30;
+  bool link_model = true;
+  std::string ds_config;  // a DeepSpeed config file with an "aio" block
+  std::string memory;     // rtl: AXI memory timing
+  std::string trace;      // rtl: FST waveform file
+
+  /// Defaults of the command: its backend and its rtl memory timing.
+  DeviceOptions(std::string backend_default, std::string memory_default)
+      : backend(std::move(backend_default)), memory(std::move(memory_default)) {}
+  void Add(CLI::App* c);
+  /// The device set's spec for `count` devices (the first is --device); emulated devices write
+  /// and load their xclbin in `xclbin_dir` when --xclbin is not given ("" = none).
+  DeviceSpec Spec(unsigned count, const std::string& xclbin_dir = "") const;
+};
+
+/// --optimizer, the hyper-parameters (PyTorch's names), --grad, --out, --ftz, --loss-scale and
+/// --seed. A hyper-parameter not given keeps the optimizer's default.
+struct HyperOptions {
+  std::string optimizer = "adamw", grad, out;
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, wd = 0, momentum = 0, dampening = 0,
+         lr_decay = 0, acc0 = 0;
+  bool nesterov = false, ftz = false;
+  double loss_scale = 1.0;
+  uint64_t seed = 1;
+
+  HyperOptions(std::string grad_default, std::string out_default, std::string seed_help)
+      : grad(std::move(grad_default)), out(std::move(out_default)), seed_help_(std::move(seed_help)) {}
+  void Add(CLI::App* c);
+  /// The optimizer's defaults with the given hyper-parameters applied.
+  OptimizerConfig Config() const;
+  /// grad, out, ftz and loss scale (sparse and clip are the command's).
+  GradSpec Grad() const;
+
+ private:
+  std::string seed_help_;
+  CLI::App* app_ = nullptr;
+  bool Given(const char* opt) const;
+};
+
+}  // namespace csdkit::cli
+
+#endif  // CSDKIT_CLI_OPTIONS_H_

@@ -1,0 +1,152 @@
+// The device interface: what the runtime needs from one computational storage device (a
+// SmartSSD's FPGA with its DDR and its NVMe namespace), whatever runs behind it — the emulated
+// device (emu/, backends model and rtl) or an OpenCL device (a card with its xclbin, or PoCL).
+// The runtime (store, SmartUpdate scheduler) talks to devices only through this header; the
+// device set (host/system) is the one place that constructs them.
+#ifndef CSDKIT_PLATFORM_DEVICE_H_
+#define CSDKIT_PLATFORM_DEVICE_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "csdkit/aio/aio_engine.h"
+#include "csdkit/aio/file.h"
+#include "csdkit/platform/optimizer.h"
+#include "csdkit/platform/update_launch.h"
+
+namespace csdkit {
+
+/// The links whose bytes the runtime counts. The first four belong to the offloaded path, the
+/// last two to the baseline (states through host memory).
+enum class Link : unsigned {
+  kSsdToFpga = 0,  // device-internal P2P read: NVMe -> FPGA DDR
+  kFpgaToSsd,      // device-internal P2P write: FPGA DDR -> NVMe
+  kHostToDevice,   // shared PCIe link, host memory -> FPGA DDR
+  kDeviceToHost,   // shared PCIe link, FPGA DDR -> host memory
+  kNvmeToHost,     // shared PCIe link, NVMe -> host memory (baseline)
+  kHostToNvme,     // shared PCIe link, host memory -> NVMe (baseline)
+};
+constexpr unsigned kNumLinks = 6;
+const char* LinkName(Link l);
+/// True for the links that cross the host's shared PCIe uplink.
+bool IsSharedLink(Link l);
+
+/// Bytes moved per link.
+struct LinkBytes {
+  std::array<uint64_t, kNumLinks> bytes{};
+  uint64_t& operator[](Link l) { return bytes[static_cast<unsigned>(l)]; }
+  uint64_t operator[](Link l) const { return bytes[static_cast<unsigned>(l)]; }
+  LinkBytes& operator+=(const LinkBytes& o);
+  LinkBytes operator-(const LinkBytes& o) const;
+  /// Sum over the links that cross the shared uplink.
+  uint64_t Shared() const;
+  nlohmann::json ToJson() const;
+};
+
+/// A worker's position in virtual time (seconds). Every device operation may be given the
+/// issuing worker's clock: a device with a link model then books the operation on the links it
+/// uses and advances the clock to the operation's virtual end (see emu/.../link_model.h).
+struct VirtualClock {
+  double now = 0.0;
+};
+
+/// Device memory too small for what was asked.
+class CapacityError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A region of device memory. Owned by the device that allocated it; released when the last
+/// handle goes away.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  virtual ~DeviceBuffer() = default;
+  uint64_t size() const { return size_; }
+
+ protected:
+  explicit DeviceBuffer(uint64_t size) : size_(size) {}
+
+ private:
+  uint64_t size_ = 0;
+};
+using DeviceBufferPtr = std::shared_ptr<DeviceBuffer>;
+
+/// One csd_update launch over device buffers (a buffer the launch does not touch may be null).
+using DeviceLaunch = UpdateLaunch<DeviceBufferPtr>;
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual std::string Describe() const = 0;
+  /// Device memory in bytes and what is currently allocated.
+  virtual uint64_t capacity() const = 0;
+  virtual uint64_t allocated() const = 0;
+  /// Allocates `bytes` of device memory (4096-aligned, zeroed). Throws CapacityError saying how
+  /// much was asked, how much is free and the capacity.
+  virtual DeviceBufferPtr Alloc(uint64_t bytes) = 0;
+
+  /// Peer-to-peer transfers between the device's NVMe namespace and its memory: no host
+  /// memory in between. Offsets and length must meet the file's direct-I/O alignment. The
+  /// ticket completes when the data has arrived.
+  virtual aio::IoTicket P2PRead(const aio::File& file, uint64_t file_offset, DeviceBuffer& dst,
+                                uint64_t dst_offset, uint64_t len,
+                                VirtualClock* vc = nullptr) = 0;
+  virtual aio::IoTicket P2PWrite(const aio::File& file, uint64_t file_offset,
+                                 const DeviceBuffer& src, uint64_t src_offset, uint64_t len,
+                                 VirtualClock* vc = nullptr) = 0;
+
+  /// Transfers over the shared PCIe link.
+  virtual void HostToDevice(const void* src, DeviceBuffer& dst, uint64_t dst_offset,
+                            uint64_t len, VirtualClock* vc = nullptr) = 0;
+  virtual void DeviceToHost(const DeviceBuffer& src, uint64_t src_offset, void* dst,
+                            uint64_t len, VirtualClock* vc = nullptr) = 0;
+
+  /// The device's NVMe namespace read or written by the host (the baseline path), over the
+  /// shared link into host memory (4096-aligned, as O_DIRECT needs).
+  virtual aio::IoTicket HostRead(const aio::File& file, uint64_t file_offset, void* dst,
+                                 uint64_t len, VirtualClock* vc = nullptr) = 0;
+  virtual aio::IoTicket HostWrite(const aio::File& file, uint64_t file_offset, const void* src,
+                                  uint64_t len, VirtualClock* vc = nullptr) = 0;
+
+  /// Runs the updater kernel on device buffers; blocks until done. Every buffer must hold at
+  /// least LaunchFootprint(mode, n, nnz) bytes (refused with std::out_of_range otherwise, as a
+  /// driver would). Returns the kernel's error bits (0 = success) and copies the status word
+  /// into `status16` (16 x uint32) if given.
+  virtual uint32_t LaunchUpdate(const DeviceLaunch& l, uint32_t* status16 = nullptr,
+                                VirtualClock* vc = nullptr) = 0;
+
+  /// CRC-32 (zlib polynomial) of a region of device memory, computed on the device (no bytes
+  /// cross any link): how the runtime checksums state it never sees.
+  virtual uint32_t Crc32(const DeviceBuffer& b, uint64_t offset, uint64_t len) = 0;
+
+  /// Bytes moved per link since construction.
+  virtual LinkBytes bytes() const = 0;
+};
+
+/// The devices that serve the shards of one store (device k serves shard k), with the virtual
+/// clocks of their link model when they have one. Implemented by the device set (host/system).
+class DeviceGroup {
+ public:
+  virtual ~DeviceGroup() = default;
+  virtual unsigned size() const = 0;
+  virtual Device& device(unsigned k) const = 0;
+  /// True when transfers and launches are booked on a link model in virtual time.
+  virtual bool has_link_model() const = 0;
+  /// The latest virtual end of anything booked since the last ResetVirtualTime (0 without a
+  /// link model).
+  virtual double VirtualHorizon() const = 0;
+  /// Starts a new virtual-time window at 0 (a new step).
+  virtual void ResetVirtualTime() = 0;
+  /// Bytes per link summed over the devices.
+  LinkBytes bytes() const;
+};
+
+}  // namespace csdkit
+
+#endif  // CSDKIT_PLATFORM_DEVICE_H_

@@ -1,0 +1,57 @@
+// Running the updater kernel on any Device and comparing it with the host model: the basis of
+// `csdkit selftest` (a card, the OpenCL backend, the emulated devices) and of the backend tests.
+#ifndef CSDKIT_PLATFORM_SELFTEST_H_
+#define CSDKIT_PLATFORM_SELFTEST_H_
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "csdkit/platform/device.h"
+#include "csdkit/platform/problem.h"
+
+namespace csdkit {
+
+/// A named optimizer configuration; together the variants set every flag of the datapath.
+struct Variant {
+  const char* name;
+  OptimizerConfig cfg;
+  int64_t step;
+};
+std::vector<Variant> AllVariants();
+
+/// Copies every buffer of `p` into device memory, launches csd_update on `dev`, and returns
+/// every buffer read back whole (padding included, so a stray write shows).
+UpdateBuffers RunOnDevice(Device& dev, const Problem& p);
+
+/// Compares two buffers byte for byte over their full (padded) size; "" when equal, else the
+/// array's name, `context`, the first mismatching elements (index, EXP, GOT in hex) and the
+/// count.
+std::string DiffBuffers(const char* name, const AlignedBuffer& exp, const AlignedBuffer& got,
+                        unsigned elem_bytes, const std::string& context = "");
+
+struct SelfTestOptions {
+  std::vector<uint32_t> sizes = {1, 17, 4097, 70001};
+  bool ieee = true;   // also run the IEEE policy (an HLS-built card implements FTZ only)
+  bool ftz = true;
+  uint64_t seed = 1;
+  /// Called after each launch with a one-line description and "" or the mismatch report.
+  std::function<void(const std::string&, const std::string&)> on_case;
+};
+
+struct SelfTestReport {
+  int launches = 0;
+  int failed = 0;
+  std::vector<std::string> failures;  // the first few reports
+  nlohmann::json ToJson() const;
+};
+
+/// Every optimizer variant x gradient dtype x output dtype x dense/sparse x policy x size, with
+/// generated vectors and special values, on `dev` against the host model, bit for bit.
+SelfTestReport SelfTest(Device& dev, const SelfTestOptions& o);
+
+}  // namespace csdkit
+
+#endif  // CSDKIT_PLATFORM_SELFTEST_H_

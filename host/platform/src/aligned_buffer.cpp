@@ -1,0 +1,49 @@
+#include "csdkit/platform/aligned_buffer.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <new>
+#include <utility>
+
+namespace csdkit {
+
+namespace {
+// Buffers of at least one huge page are 2 MiB aligned and advised for transparent huge pages:
+// the kernels stream several arrays at once, and with 4 KiB pages every tile would start each
+// stream on a fresh page (TLB miss, prefetcher restart).
+constexpr std::size_t kHugePage = 2u << 20;
+}  // namespace
+
+AlignedBuffer::AlignedBuffer(std::size_t bytes) {
+  size_ = bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;
+  const bool huge = size_ >= kHugePage;
+  if (huge) size_ = (size_ + kHugePage - 1) / kHugePage * kHugePage;
+  data_ = static_cast<uint8_t*>(std::aligned_alloc(huge ? kHugePage : kAlign, size_));
+  if (data_ == nullptr) throw std::bad_alloc();
+  if (huge) (void)::madvise(data_, size_, MADV_HUGEPAGE);  // advisory; ignore if unsupported
+  std::memset(data_, 0, size_);
+}
+
+AlignedBuffer::~AlignedBuffer() { std::free(data_); }
+
+AlignedBuffer::AlignedBuffer(AlignedBuffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+
+AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
+  if (this != &o) {
+    std::free(data_);
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+AlignedBuffer AlignedBuffer::Clone() const {
+  if (size_ == 0) return AlignedBuffer();
+  AlignedBuffer c(size_);
+  if (size_ != 0) std::memcpy(c.data_, data_, size_);
+  return c;
+}
+
+}  // namespace csdkit

@@ -1,0 +1,164 @@
+#include "csdkit/platform/selftest.h"
+
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <tuple>
+
+#include "csdkit/hls/bits.h"
+#include "csdkit/hls/fp16.h"
+
+namespace csdkit {
+
+std::vector<Variant> AllVariants() {
+  std::vector<Variant> v;
+  auto d = [](Optimizer o) { return OptimizerConfig::Defaults(o); };
+  OptimizerConfig c = d(Optimizer::kAdamW);
+  v.push_back({"adamw", c, 1});
+  c.weight_decay = 0.1;
+  v.push_back({"adamw_wd_t7", c, 7});
+  c = d(Optimizer::kAdam);
+  v.push_back({"adam", c, 2});
+  c.weight_decay = 0.01;
+  v.push_back({"adam_l2", c, 3});
+  c = d(Optimizer::kSgd);
+  v.push_back({"sgd_mom_first", c, 1});
+  c.dampening = 0.1;
+  c.weight_decay = 1e-3;
+  v.push_back({"sgd_mom_damp_l2", c, 5});
+  c.dampening = 0.0;
+  c.nesterov = true;
+  v.push_back({"sgd_nesterov", c, 2});
+  c = d(Optimizer::kSgd);
+  c.momentum = 0.0;
+  v.push_back({"sgd_plain", c, 1});
+  c = d(Optimizer::kAdagrad);
+  c.lr_decay = 0.01;
+  c.weight_decay = 0.01;
+  c.initial_accumulator_value = 0.1;
+  v.push_back({"adagrad", c, 4});
+  c = d(Optimizer::kLion);
+  c.weight_decay = 0.1;
+  v.push_back({"lion", c, 1});
+  return v;
+}
+
+
+UpdateBuffers RunOnDevice(Device& dev, const Problem& p) {
+  DeviceLaunch db = p.buf.Map<DeviceBufferPtr>([&](const hls::ArgInfo&, const AlignedBuffer& b) {
+    DeviceBufferPtr d = dev.Alloc(b.size());
+    dev.HostToDevice(b.data(), *d, 0, b.size());
+    return d;
+  });
+  db.SetScalars(p.spec.n, p.nnz, p.launch);
+  dev.LaunchUpdate(db);
+  UpdateBuffers out = p.buf.Clone();
+  db.ForEachBuffer([&](const hls::ArgInfo& a, DeviceBufferPtr& d) {
+    AlignedBuffer* back = nullptr;
+    out.ForEachBuffer([&](const hls::ArgInfo& b, AlignedBuffer& h) {
+      if (b.index == a.index) back = &h;
+    });
+    dev.DeviceToHost(*d, 0, back->data(), back->size());
+  });
+  return out;
+}
+
+std::string DiffBuffers(const char* name, const AlignedBuffer& exp, const AlignedBuffer& got,
+                        unsigned elem_bytes, const std::string& context) {
+  if (exp.size() != got.size()) {
+    return std::string(name) + ": buffer sizes differ (" + std::to_string(exp.size()) + " vs " +
+           std::to_string(got.size()) + ")";
+  }
+  if (exp.SameBytes(got)) return "";
+  std::ostringstream os;
+  os << name << " mismatch" << (context.empty() ? "" : " (" + context + ")") << ":";
+  const uint64_t count = exp.size() / elem_bytes;
+  int shown = 0;
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint32_t e = 0, g = 0;
+    std::memcpy(&e, exp.data() + i * elem_bytes, elem_bytes);
+    std::memcpy(&g, got.data() + i * elem_bytes, elem_bytes);
+    if (e == g) continue;
+    ++total;
+    if (shown++ < 6) {
+      char b[80];
+      std::snprintf(b, sizeof b, " [%llu] EXP=0x%0*x GOT=0x%0*x", static_cast<unsigned long long>(i),
+                    elem_bytes * 2, e, elem_bytes * 2, g);
+      os << b;
+    }
+  }
+  os << " (" << total << " elements differ)";
+  return os.str();
+}
+
+nlohmann::json SelfTestReport::ToJson() const {
+  return {{"launches", launches}, {"failed", failed}, {"failures", failures},
+          {"passed", failed == 0 && launches > 0}};
+}
+
+SelfTestReport SelfTest(Device& dev, const SelfTestOptions& o) {
+  SelfTestReport rep;
+  uint64_t seed = o.seed;
+  // Special values for a few elements of every array (NaN payloads, infinities, zeros,
+  // subnormals, huge), so the comparison covers them.
+  const uint32_t sp32[] = {0x7fc00000u, 0xff800001u, 0x7f800000u, 0x80000000u, 0x00000001u,
+                           0x807fffffu, 0x7f7fffffu, 0x00800000u};
+  const uint16_t sp16[] = {0x7e00u, 0xfc01u, 0x7c00u, 0x8000u, 0x0001u, 0x83ffu, 0x7bffu, 0x0400u};
+  for (const Variant& var : AllVariants()) {
+    for (DType g : {DType::kFp32, DType::kFp16, DType::kBf16}) {
+      for (DType out : {DType::kFp32, DType::kFp16, DType::kBf16}) {
+        for (bool sparse : {false, true}) {
+          for (bool ftz : {false, true}) {
+            if ((ftz && !o.ftz) || (!ftz && !o.ieee)) continue;
+            for (uint32_t n : o.sizes) {
+              ProblemSpec spec;
+              spec.hyper = var.cfg;
+              spec.step = var.step;
+              spec.grad.grad = g;
+              spec.grad.out = out;
+              spec.grad.ftz = ftz;
+              spec.grad.loss_scale = g == DType::kFp16 ? 1024.0 : 1.0;
+              spec.n = n;
+              spec.topk = sparse ? 0.05 : 0.0;
+              spec.seed = ++seed;
+              Problem p = Problem::Generate(spec);
+              for (uint32_t k = 0; k < 8 && k * 7 < n; ++k) {
+                p.buf.theta.as<uint32_t>()[k * 7] = sp32[k];
+                p.buf.m.as<uint32_t>()[(k * 5) % n] = sp32[(k + 3) % 8];
+                if (!sparse && g == DType::kFp32) p.buf.grad.as<uint32_t>()[k * 7] = sp32[(k + 1) % 8];
+                if (!sparse && g != DType::kFp32) p.buf.grad.as<uint16_t>()[k * 7] = sp16[k];
+              }
+              std::memset(p.buf.out16.data(), 0xab, p.buf.out16.size());
+              UpdateBuffers exp = p.buf.Clone();
+              RunUpdate(exp, p.spec.n, p.nnz, p.launch);
+              const UpdateBuffers got = RunOnDevice(dev, p);
+              std::string r;
+              for (const auto& [nm, a, b, eb] :
+                   {std::tuple{"theta", &exp.theta, &got.theta, 4u},
+                    std::tuple{"m", &exp.m, &got.m, 4u}, std::tuple{"v", &exp.v, &got.v, 4u},
+                    std::tuple{"out16", &exp.out16, &got.out16, 2u},
+                    std::tuple{"status", &exp.status, &got.status, 4u}}) {
+                const std::string d = DiffBuffers(nm, *a, *b, eb);
+                if (!d.empty()) r += (r.empty() ? "" : "; ") + d;
+              }
+              std::ostringstream desc;
+              desc << var.name << " grad=" << DTypeName(g) << " out=" << OutDTypeName(out)
+                   << (sparse ? " sparse" : " dense") << (ftz ? " ftz" : " ieee") << " n=" << n
+                   << " seed=" << spec.seed;
+              ++rep.launches;
+              if (!r.empty()) {
+                ++rep.failed;
+                if (rep.failures.size() < 10) rep.failures.push_back(desc.str() + ": " + r);
+              }
+              if (o.on_case) o.on_case(desc.str(), r);
+            }
+          }
+        }
+      }
+    }
+  }
+  return rep;
+}
+
+}  // namespace csdkit

@@ -1,0 +1,31 @@
+# xclbin handling (csdkit/platform/xclbin.h): inspect and check an xclbin through XRT's parser, write the
+# emulated SmartSSD's xclbin, and the flow inputs generated from the argument table (kernel.xml,
+# v++ connectivity). Included by host/CMakeLists.txt.
+#
+# Needs Debian's libxrt-dev (headers under <include>/xrt, libxrt_coreutil) and uuid-dev.
+# xrt::xclbin parses files without a device or a driver.
+
+find_path(CSDKIT_XRT_XCLBIN_INCLUDE_DIR experimental/xrt_xclbin.h PATH_SUFFIXES xrt)
+find_library(CSDKIT_XRT_COREUTIL_LIBRARY NAMES xrt_coreutil)
+find_library(CSDKIT_UUID_LIBRARY NAMES uuid)
+if(NOT CSDKIT_XRT_XCLBIN_INCLUDE_DIR OR NOT CSDKIT_XRT_COREUTIL_LIBRARY OR NOT CSDKIT_UUID_LIBRARY)
+  message(FATAL_ERROR
+    "csdkit xclbin: XRT's xclbin API was not found (include: ${CSDKIT_XRT_XCLBIN_INCLUDE_DIR}, "
+    "libxrt_coreutil: ${CSDKIT_XRT_COREUTIL_LIBRARY}, libuuid: ${CSDKIT_UUID_LIBRARY}). "
+    "On Debian: apt-get install libxrt-dev uuid-dev (scripts/setup installs them), or point "
+    "CMAKE_PREFIX_PATH at an XRT installation (/opt/xilinx/xrt).")
+endif()
+
+add_library(csdkit_xclbin STATIC ${CMAKE_CURRENT_LIST_DIR}/src/xclbin.cpp)
+target_include_directories(csdkit_xclbin PUBLIC ${CMAKE_CURRENT_LIST_DIR}/include)
+# XRT's headers stay private: the public header exposes only nlohmann::json and std types.
+target_include_directories(csdkit_xclbin SYSTEM PRIVATE ${CSDKIT_XRT_XCLBIN_INCLUDE_DIR})
+target_link_libraries(csdkit_xclbin
+  PUBLIC csdkit_hls nlohmann_json::nlohmann_json
+  PRIVATE ${CSDKIT_XRT_COREUTIL_LIBRARY} ${CSDKIT_UUID_LIBRARY})
+target_compile_definitions(csdkit_xclbin PRIVATE CSDKIT_VERSION="${PROJECT_VERSION}")
+# No floating point here; the model flags keep warnings and -march consistent with the rest.
+target_compile_options(csdkit_xclbin PRIVATE ${CSDKIT_MODEL_FLAGS} -O2)
+
+# The flows' generator and consistency checker use this library (flows/flows.cmake).
+include(${PROJECT_SOURCE_DIR}/flows/flows.cmake OPTIONAL)

@@ -1,0 +1,48 @@
+// The gradient of one step as the scheduler consumes it: dense (one array of the whole model in
+// the store's grad dtype) or Top-K compressed (one stream per device and subgroup, in the kit's
+// block format).
+#ifndef CSDKIT_RUNTIME_GRADIENTS_H_
+#define CSDKIT_RUNTIME_GRADIENTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "csdkit/platform/aligned_buffer.h"
+#include "csdkit/platform/sparse_codec.h"
+#include "csdkit/runtime/store.h"
+
+namespace csdkit {
+
+/// One step's gradient for the whole model, as the trainer hands it over: dense (in the store's
+/// grad dtype) or, with Top-K, one compressed stream per (device, subgroup).
+class GradientSet {
+ public:
+  /// Deterministic synthetic gradients for `step` (SyntheticGradientBits), compressed per
+  /// subgroup when topk > 0. `poison` >= 0 puts a +inf at that global element (tests).
+  static GradientSet Synthetic(const Store& store, int64_t step, double topk,
+                               int64_t poison = -1);
+
+  DType dtype() const { return dtype_; }
+  bool sparse() const { return sparse_; }
+  /// Dense gradient of the whole model (empty when sparse).
+  const AlignedBuffer& dense() const { return dense_; }
+  const SparseGrad& sparse_for(unsigned device, uint32_t subgroup) const {
+    return streams_.at(device).at(subgroup);
+  }
+  /// False if any value is NaN or infinite; *where names the first one.
+  bool AllFinite(std::string* where) const;
+  /// Bytes that cross the shared link for this gradient (dense array or all streams).
+  uint64_t TransferBytes() const;
+
+ private:
+  DType dtype_ = DType::kFp32;
+  bool sparse_ = false;
+  uint64_t params_ = 0;
+  AlignedBuffer dense_;
+  std::vector<std::vector<SparseGrad>> streams_;
+};
+
+}  // namespace csdkit
+
+#endif  // CSDKIT_RUNTIME_GRADIENTS_H_

@@ -1,0 +1,114 @@
+// The SmartUpdate scheduler and the baseline, over one store and N devices.
+//
+// SmartUpdate (mode kSmart): each device updates its own shard, subgroup by subgroup, with two
+// workers so that subgroup i+1 loads while subgroup i computes and writes back. Per subgroup:
+// P2P reads of theta/m/v (committed slot) into device memory, the gradient over the shared
+// link, a device-side CRC check of the loaded state, the kernel, the low-precision weights back
+// to the host FIRST, device-side CRCs of the new state, then the deferred P2P write-backs into
+// the other slot (waited for only when the worker's buffers are needed again). Device buffers
+// are allocated once, at the subgroup size, and reused.
+//
+// Baseline (mode kBaseline, ZeRO-Infinity style): the same subgroups, states NVMe -> host over
+// the shared link, the same kernel run by the host model on host threads, states back to NVMe;
+// the shards stay in their device directories (striped like RAID0).
+//
+// Both modes compute bit-identical state (the same kernel, through the same launch type, on the
+// same subgroups) and commit it
+// atomically (Store::Commit). A gradient with any non-finite value (loss-scale overflow) skips
+// the step: nothing is read, written or committed.
+#ifndef CSDKIT_RUNTIME_SCHEDULER_H_
+#define CSDKIT_RUNTIME_SCHEDULER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "csdkit/platform/aligned_buffer.h"
+#include "csdkit/platform/device.h"
+#include "csdkit/runtime/gradients.h"
+#include "csdkit/runtime/store.h"
+
+namespace csdkit {
+
+enum class UpdateMode { kSmart, kBaseline };
+const char* UpdateModeName(UpdateMode m);
+UpdateMode ParseUpdateMode(const std::string& s);
+
+/// What a step does; anything but kAll is for benchmarks (bench/step_bench.cpp) and neither
+/// changes the store nor commits.
+enum class StepPhases {
+  kAll,          // the step
+  kIoOnly,       // only the transfers (state reads and write-backs, gradient, weights)
+  kComputeOnly,  // only the device work (CRC checks, kernel, checksums), no transfers
+};
+
+struct StepOptions {
+  UpdateMode mode = UpdateMode::kSmart;
+  StepPhases phases = StepPhases::kAll;
+  double clip_coef = 1.0;    // folded into the unscale factor with the store's loss scale
+  unsigned host_threads = 0; // baseline compute threads (0: all hardware threads)
+  /// Called after each subgroup with (done, total); may be empty.
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+struct StepReport {
+  int64_t step = 0;  // the step that was committed (or would have been)
+  UpdateMode mode = UpdateMode::kSmart;
+  bool skipped = false;
+  std::string skip_reason;
+  double seconds = 0;        // wall time of the step, commit included
+  double io_seconds = 0;     // time workers waited for storage (summed over workers)
+  double compute_seconds = 0;  // kernel time (summed over workers)
+  double virtual_seconds = 0;  // link model estimate for SmartSSD hardware (0 if no model)
+  uint64_t subgroups = 0;
+  LinkBytes bytes;
+  nlohmann::json ToJson() const;
+};
+
+/// Runs optimizer steps on a store with its devices (the device set).
+class Scheduler {
+ public:
+  /// `devices.device(k)` serves shard k; a link model of the group (if any) gives each step's
+  /// virtual time. Both must outlive the scheduler. Throws std::invalid_argument when the
+  /// group's size is not the store's device count.
+  Scheduler(Store& store, DeviceGroup& devices);
+  ~Scheduler();
+
+  /// Runs one optimizer step with `grads` (from GradientSet::Synthetic(store, store.step()+1,
+  /// ...) or a trainer). Throws StoreError / std::runtime_error; on any error nothing is
+  /// committed.
+  StepReport Step(const GradientSet& grads, const StepOptions& o);
+
+  /// The low-precision weights (store's out dtype, P elements) produced by the last step; empty
+  /// when the store has no low-precision copy.
+  const AlignedBuffer& weights16() const { return weights16_; }
+
+ private:
+  struct DevBufs;
+  void SmartWorker(unsigned d, unsigned w, const GradientSet& g, const KernelLaunch& k,
+                   Store::Checksums* crcs, StepReport* rep, std::mutex* rep_mu,
+                   const StepOptions& o);
+  void BaselineWorker(const std::vector<Subgroup>* work, std::atomic<size_t>* next,
+                      const GradientSet& g, const KernelLaunch& k, Store::Checksums* crcs,
+                      StepReport* rep, std::mutex* rep_mu, const StepOptions& o);
+  void Progress(const StepOptions& o);
+
+  Store& store_;
+  DeviceGroup& devices_;
+  std::vector<std::unique_ptr<DevBufs>> bufs_;  // [device * 2 + worker]
+  std::vector<std::unique_ptr<std::mutex>> kernel_mu_;
+  AlignedBuffer weights16_;
+  std::atomic<bool> abort_{false};
+  std::atomic<uint64_t> done_{0};
+  uint64_t total_ = 0;
+  std::mutex progress_mu_;
+};
+
+}  // namespace csdkit
+
+#endif  // CSDKIT_RUNTIME_SCHEDULER_H_

@@ -1,0 +1,20 @@
+// The device-memory sizing policy: how many elements a subgroup may have so that the buffers of
+// two workers fit a device's memory.
+#ifndef CSDKIT_RUNTIME_SIZING_H_
+#define CSDKIT_RUNTIME_SIZING_H_
+
+#include <cstdint>
+
+#include "csdkit/platform/optimizer.h"
+
+namespace csdkit {
+
+/// The subgroup size that fits `device_mem` with two workers' buffers for this configuration,
+/// rounded down to a multiple of 65536 elements; at most `shard` rounded up. Throws
+/// std::invalid_argument if not even 65536 elements fit.
+uint32_t SubgroupForMemory(uint64_t device_mem, const OptimizerConfig& hyper, DType grad,
+                           DType out, uint64_t shard_elems);
+
+}  // namespace csdkit
+
+#endif  // CSDKIT_RUNTIME_SIZING_H_

@@ -1,0 +1,145 @@
+// The optimizer-state store: one directory per device (its NVMe namespace), per-variable shard
+// files in two slots, and a manifest that names the committed step.
+//
+//   D/manifest.json            format, model size, shards, subgroup size, optimizer and
+//                              hyper-parameters, dtypes, committed step and slot, and a CRC-32
+//                              per (device, variable, subgroup) of the committed slot
+//   D/dev<k>/device.json       the device's identity: store id and index (refuses mixed-up dirs)
+//   D/dev<k>/<var>.<slot>.bin  var in {theta, m, v} (those the optimizer has), slot in {0, 1};
+//                              the shard's elements as little-endian binary32, padded to 4096
+//
+// COMMIT PROTOCOL. Step t+1 reads slot t % 2 and writes slot (t+1) % 2 only; when every shard
+// is written, the written files are fdatasync'ed, then manifest.json.tmp (step t+1, new
+// checksums) is written and fsync'ed, renamed over manifest.json, and the directory fsync'ed.
+// A crash at any instant leaves the manifest naming either step t (whose slot was never
+// touched) or step t+1 (whose slot is durable): never a mix, and no byte moved beyond the
+// step's own reads and writes. Files are created 0600.
+#ifndef CSDKIT_RUNTIME_STORE_H_
+#define CSDKIT_RUNTIME_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "csdkit/aio/aio_config.h"
+#include "csdkit/aio/file.h"
+#include "csdkit/platform/optimizer.h"
+
+namespace csdkit {
+
+/// A store that cannot be used: missing, truncated, mismatched or corrupt. The message names
+/// the file, what was expected and what was found.
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What `csdkit init` fixes for the life of a store.
+struct StoreConfig {
+  uint64_t params = 0;
+  unsigned devices = 1;
+  OptimizerConfig hyper;
+  DType grad = DType::kFp16;
+  DType out = DType::kFp16;
+  bool ftz = false;
+  double loss_scale = 1.0;
+  uint32_t subgroup_elems = 0;  // multiple of 65536 (sparse blocks, 4096-byte alignment)
+  uint64_t seed = 1;
+
+  nlohmann::json ToJson() const;
+  static StoreConfig FromJson(const nlohmann::json& j);
+};
+
+/// One device's contiguous range of the flattened parameters.
+struct Shard {
+  unsigned device = 0;
+  uint64_t begin = 0, end = 0;  // global element range
+  uint64_t size() const { return end - begin; }
+};
+
+/// Subgroup j of a shard: elements [begin, begin + n) of the shard (shard-relative).
+struct Subgroup {
+  unsigned device = 0;
+  uint32_t index = 0;
+  uint64_t begin = 0;  // shard-relative first element
+  uint32_t n = 0;
+  uint64_t file_offset() const { return begin * 4; }
+  /// Bytes transferred for one variable: 4n rounded up to 4096 (O_DIRECT).
+  uint64_t io_bytes() const { return (static_cast<uint64_t>(n) * 4 + 4095) / 4096 * 4096; }
+};
+
+class Store {
+ public:
+  /// Creates a store in `dir` (created; must be empty or absent) with a deterministic initial
+  /// state (theta uniform in [-0.05, 0.05) from the seed, m = 0, v = 0 or Adagrad's initial
+  /// accumulator value) committed as step 0. Throws StoreError / std::invalid_argument.
+  static Store Create(const std::string& dir, const StoreConfig& cfg,
+                      const aio::AioConfig& aio = aio::AioConfig());
+  /// Opens an existing store: parses and cross-checks the manifest, checks every device
+  /// directory's identity and every file's presence and size. Throws StoreError.
+  static Store Open(const std::string& dir);
+
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  const std::string& dir() const { return dir_; }
+  const StoreConfig& config() const { return cfg_; }
+  int64_t step() const { return step_; }
+  unsigned slot() const { return static_cast<unsigned>(step_ % 2); }
+  const std::vector<Shard>& shards() const { return shards_; }
+  /// The state variables the optimizer keeps: theta, then m and/or v.
+  const std::vector<std::string>& vars() const { return vars_; }
+  std::vector<Subgroup> Subgroups(unsigned device) const;
+  /// Every subgroup of every device.
+  std::vector<Subgroup> AllSubgroups() const;
+  /// The open O_DIRECT file of a variable's slot on a device.
+  const aio::File& file(unsigned device, unsigned var, unsigned slot) const;
+  /// CRC-32 of a subgroup of a variable in the committed slot.
+  uint32_t checksum(unsigned device, unsigned var, uint32_t subgroup) const;
+  std::string FilePath(unsigned device, unsigned var, unsigned slot) const;
+
+  /// Per (device, var, subgroup) checksums of a slot being written.
+  using Checksums = std::vector<std::vector<std::vector<uint32_t>>>;
+  Checksums EmptyChecksums() const;
+
+  /// fdatasyncs every file of slot (step + 1) % 2 (the first half of Commit).
+  void SyncNextSlot();
+  /// Makes slot (step + 1) % 2 durable and commits step + 1 with `crcs` (see the protocol).
+  void Commit(const Checksums& crcs);
+
+  /// Reads the committed slot completely and checks every subgroup's CRC. Throws StoreError
+  /// naming the first corrupt (device, variable, subgroup) with expected and found CRC.
+  void Verify(const aio::AioConfig& aio = aio::AioConfig()) const;
+
+  nlohmann::json Describe() const;
+
+  /// Test hook: called between the steps of Commit ("synced", "tmp_written", "renamed").
+  static void (*commit_hook)(const char* stage);
+
+ private:
+  Store() = default;
+  void OpenFiles();
+  void WriteManifest(int64_t step, const Checksums& crcs, bool initial);
+
+  std::string dir_;
+  std::string store_id_;
+  StoreConfig cfg_;
+  int64_t step_ = 0;
+  std::vector<Shard> shards_;
+  std::vector<std::string> vars_;
+  Checksums crcs_;
+  // files_[device][var][slot]
+  std::vector<std::vector<std::vector<aio::File>>> files_;
+};
+
+/// The state variables an optimizer keeps, in store order: theta, then m and/or v.
+std::vector<std::string> StateVariables(const OptimizerConfig& hyper);
+
+}  // namespace csdkit
+
+#endif  // CSDKIT_RUNTIME_STORE_H_

@@ -1,0 +1,403 @@
+#include "csdkit/runtime/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <sstream>
+#include <thread>
+
+#include "csdkit/hls/mode.h"
+#include "csdkit/hls/sparse.h"
+#include "csdkit/platform/checksum.h"
+#include "csdkit/platform/update_launch.h"
+
+namespace csdkit {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+[[noreturn]] void CorruptState(const Store& s, unsigned d, unsigned v, const Subgroup& g,
+                               uint32_t expected, uint32_t found) {
+  char b[80];
+  std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", expected, found);
+  throw StoreError("store '" + s.dir() + "' is corrupt: " + s.FilePath(d, v, s.slot()) +
+                   " subgroup " + std::to_string(g.index) + ": " + b +
+                   "; nothing was committed (restore the store or re-run `csdkit init`)");
+}
+
+}  // namespace
+
+const char* UpdateModeName(UpdateMode m) { return m == UpdateMode::kSmart ? "smart" : "baseline"; }
+
+UpdateMode ParseUpdateMode(const std::string& s) {
+  if (s == "smart") return UpdateMode::kSmart;
+  if (s == "baseline") return UpdateMode::kBaseline;
+  throw std::invalid_argument("mode: expected smart or baseline, found '" + s + "'");
+}
+
+nlohmann::json StepReport::ToJson() const {
+  return {{"step", step},
+          {"mode", UpdateModeName(mode)},
+          {"skipped", skipped},
+          {"skip_reason", skip_reason},
+          {"seconds", seconds},
+          {"io_wait_seconds", io_seconds},
+          {"compute_seconds", compute_seconds},
+          {"virtual_seconds", virtual_seconds},
+          {"subgroups", subgroups},
+          {"bytes", bytes.ToJson()}};
+}
+
+// --------------------------------------------------------------------------------------------
+// Scheduler
+
+namespace {
+
+// The state buffer of a launch that holds store variable `name` (theta, m or v).
+template <typename B>
+B& StateOf(UpdateLaunch<B>& l, const std::string& name) {
+  return name == "theta" ? l.theta : name == "m" ? l.m : l.v;
+}
+
+// What the store's launches can need at most: a sparse launch of a whole subgroup with every
+// element kept (the largest gradient buffer, the index stream, the block table).
+UpdateFootprint SubgroupFootprint(const StoreConfig& c) {
+  GradSpec gs;
+  gs.grad = c.grad;
+  gs.out = c.out;
+  gs.sparse = true;
+  const KernelLaunch k = MakeLaunch(c.hyper, gs, 1);
+  return LaunchFootprint(k.mode, c.subgroup_elems, c.subgroup_elems);
+}
+
+}  // namespace
+
+struct Scheduler::DevBufs {
+  DeviceLaunch b;
+  std::vector<DeviceBufferPtr> state;  // theta, m, v in store var order
+};
+
+Scheduler::Scheduler(Store& store, DeviceGroup& devices) : store_(store), devices_(devices) {
+  if (devices_.size() != store.config().devices) {
+    throw std::invalid_argument("scheduler: expected " + std::to_string(store.config().devices) +
+                                " devices for this store, found " +
+                                std::to_string(devices_.size()));
+  }
+  for (unsigned d = 0; d < devices_.size(); ++d) kernel_mu_.push_back(std::make_unique<std::mutex>());
+  if (store.config().out != DType::kFp32) weights16_ = AlignedBuffer(store.config().params * 2);
+}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::Progress(const StepOptions& o) {
+  const uint64_t d = ++done_;
+  if (o.progress) {
+    std::lock_guard<std::mutex> lock(progress_mu_);
+    o.progress(d, total_);
+  }
+}
+
+void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g, const KernelLaunch& k,
+                          Store::Checksums* crcs, StepReport* rep, std::mutex* rep_mu,
+                          const StepOptions& o) {
+  Device& dev = devices_.device(d);
+  DevBufs& bufs = *bufs_[d * 2 + w];
+  const StoreConfig& c = store_.config();
+  const unsigned eb = DTypeBytes(c.grad);
+  const unsigned rs = store_.slot(), ws = 1 - rs;
+  const uint64_t shard_base = store_.shards()[d].begin;
+  VirtualClock vc;
+  double io = 0, compute = 0;
+  std::vector<aio::IoTicket> pending;  // deferred write-backs of the previous subgroup
+  auto drain = [&] {
+    const auto t0 = Clock::now();
+    for (auto& t : pending) t.Wait();
+    pending.clear();
+    io += Since(t0);
+  };
+  try {
+    for (const Subgroup& sg : store_.Subgroups(d)) {
+      if (sg.index % 2 != w) continue;
+      if (abort_) break;
+      drain();  // this worker's buffers are about to be reused
+      const bool do_io = o.phases != StepPhases::kComputeOnly;
+      const bool do_compute = o.phases != StepPhases::kIoOnly;
+      // Load: state P2P from the committed slot, gradient over the shared link.
+      std::vector<aio::IoTicket> loads;
+      for (unsigned v = 0; do_io && v < bufs.state.size(); ++v) {
+        loads.push_back(dev.P2PRead(store_.file(d, v, rs), sg.file_offset(), *bufs.state[v], 0,
+                                    sg.io_bytes(), &vc));
+      }
+      uint32_t nnz = 0;
+      if (g.sparse()) {
+        const SparseGrad& s = g.sparse_for(d, sg.index);
+        nnz = s.nnz;
+      }
+      if (!do_io) {
+      } else if (g.sparse()) {
+        const SparseGrad& s = g.sparse_for(d, sg.index);
+        dev.HostToDevice(s.blk.data(), *bufs.b.sp_blk, 0, (hls::NumBlocks(s.n) + 1ull) * 4, &vc);
+        if (nnz > 0) {
+          dev.HostToDevice(s.idx.data(), *bufs.b.sp_idx, 0, nnz * 2ull, &vc);
+          dev.HostToDevice(s.val.data(), *bufs.b.grad, 0, static_cast<uint64_t>(nnz) * eb, &vc);
+        }
+      } else {
+        dev.HostToDevice(g.dense().data() + (shard_base + sg.begin) * eb, *bufs.b.grad, 0,
+                         static_cast<uint64_t>(sg.n) * eb, &vc);
+      }
+      const auto t0 = Clock::now();
+      for (auto& t : loads) t.Wait();
+      io += Since(t0);
+      // The loaded state must be what the manifest committed (checked on the device).
+      for (unsigned v = 0; o.phases == StepPhases::kAll && v < bufs.state.size(); ++v) {
+        const uint32_t crc = dev.Crc32(*bufs.state[v], 0, 4ull * sg.n);
+        if (crc != store_.checksum(d, v, sg.index)) {
+          CorruptState(store_, d, v, sg, store_.checksum(d, v, sg.index), crc);
+        }
+      }
+      // Compute: one kernel at a time per device (one compute unit).
+      uint32_t status[hls::kLanes] = {};
+      if (do_compute) {
+        const auto t1 = Clock::now();
+        std::lock_guard<std::mutex> lock(*kernel_mu_[d]);
+        if (o.phases == StepPhases::kComputeOnly) {
+          for (unsigned v = 0; v < bufs.state.size(); ++v) dev.Crc32(*bufs.state[v], 0, 4ull * sg.n);
+        }
+        bufs.b.SetScalars(sg.n, nnz, k);
+        dev.LaunchUpdate(bufs.b, nullptr, &vc);
+        compute += Since(t1);
+      }
+      if (do_io) dev.DeviceToHost(*bufs.b.status, 0, status, sizeof status, &vc);
+      if (o.phases == StepPhases::kAll && status[hls::kStatusError] != 0) {
+        throw std::runtime_error("device " + std::to_string(d) + " subgroup " +
+                                 std::to_string(sg.index) + ": kernel error: " +
+                                 DescribeKernelError(status[hls::kStatusError],
+                                                     status[hls::kStatusErrorPos]));
+      }
+      // The low-precision weights go out first: the next forward pass needs them.
+      if (c.out != DType::kFp32 && do_io) {
+        dev.DeviceToHost(*bufs.b.out16, 0, weights16_.data() + (shard_base + sg.begin) * 2,
+                         2ull * sg.n, &vc);
+      }
+      // New checksums (device-side), then the deferred write-backs into the other slot.
+      for (unsigned v = 0; v < bufs.state.size(); ++v) {
+        if (do_compute) (*crcs)[d][v][sg.index] = dev.Crc32(*bufs.state[v], 0, 4ull * sg.n);
+        if (!do_io) continue;
+        pending.push_back(dev.P2PWrite(store_.file(d, v, ws), sg.file_offset(), *bufs.state[v],
+                                       0, sg.io_bytes(), &vc));
+      }
+      Progress(o);
+    }
+    drain();
+  } catch (...) {
+    abort_ = true;
+    for (auto& t : pending) {
+      try {
+        t.Wait();
+      } catch (...) {
+      }
+    }
+    throw;
+  }
+  std::lock_guard<std::mutex> lock(*rep_mu);
+  rep->io_seconds += io;
+  rep->compute_seconds += compute;
+  rep->virtual_seconds = std::max(rep->virtual_seconds, vc.now);
+}
+
+void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<size_t>* next,
+                             const GradientSet& g, const KernelLaunch& k,
+                             Store::Checksums* crcs, StepReport* rep, std::mutex* rep_mu,
+                             const StepOptions& o) {
+  const StoreConfig& c = store_.config();
+  const unsigned eb = DTypeBytes(c.grad);
+  const unsigned rs = store_.slot(), ws = 1 - rs;
+  const size_t nv = store_.vars().size();
+  const uint64_t sgb = c.subgroup_elems;
+  // Host buffers, allocated once per worker at the subgroup size: the state the optimizer has
+  // (store var order), the dense gradient, the low-precision copy, the status word.
+  UpdateLaunch<AlignedBuffer> hb;
+  std::vector<AlignedBuffer*> var_buf;
+  for (const std::string& name : store_.vars()) {
+    AlignedBuffer& b = StateOf(hb, name);
+    b = AlignedBuffer(sgb * 4);
+    var_buf.push_back(&b);
+  }
+  if (!g.sparse()) hb.grad = AlignedBuffer(sgb * eb);
+  if (c.out != DType::kFp32) hb.out16 = AlignedBuffer(sgb * 2);
+  hb.status = AlignedBuffer(hls::kWordBytes);
+  double io = 0, compute = 0;
+  VirtualClock vc;
+  for (;;) {
+    const size_t idx = (*next)++;
+    if (idx >= work->size() || abort_) break;
+    const Subgroup& sg = (*work)[idx];
+    const unsigned d = sg.device;
+    Device& dev = devices_.device(d);
+    const uint64_t shard_base = store_.shards()[d].begin;
+    auto t0 = Clock::now();
+    std::vector<aio::IoTicket> loads;
+    for (unsigned v = 0; v < nv; ++v) {
+      loads.push_back(dev.HostRead(store_.file(d, v, rs), sg.file_offset(), var_buf[v]->data(),
+                                   sg.io_bytes(), &vc));
+    }
+    for (auto& t : loads) t.Wait();
+    io += Since(t0);
+    for (unsigned v = 0; v < nv; ++v) {
+      const uint32_t crc = Crc32(var_buf[v]->data(), 4ull * sg.n);
+      if (crc != store_.checksum(d, v, sg.index)) {
+        CorruptState(store_, d, v, sg, store_.checksum(d, v, sg.index), crc);
+      }
+    }
+    // The kernel on the host: the same csd_update through the same launch type, on host
+    // buffers; the gradient is the worker's copy of the dense slice or the stream itself.
+    const auto t1 = Clock::now();
+    UpdateLaunch<hls::Word*> l = WordsOf(hb);
+    uint32_t nnz = 0;
+    if (g.sparse()) {
+      const SparseGrad& s = g.sparse_for(d, sg.index);
+      nnz = s.nnz;
+      l.grad = const_cast<hls::Word*>(s.val.words());
+      l.sp_idx = const_cast<hls::Word*>(s.idx.words());
+      l.sp_blk = const_cast<hls::Word*>(s.blk.words());
+    } else {
+      std::memcpy(hb.grad.data(), g.dense().data() + (shard_base + sg.begin) * eb,
+                  static_cast<uint64_t>(sg.n) * eb);
+    }
+    l.SetScalars(sg.n, nnz, k);
+    const uint32_t err = InvokeUpdate(l);
+    const double dt = Since(t1);
+    compute += dt;
+    vc.now += dt;  // host compute takes real time on the real system too
+    if (err != 0) {
+      throw std::runtime_error("host update of device " + std::to_string(d) + " subgroup " +
+                               std::to_string(sg.index) + ": " +
+                               DescribeKernelError(err, hb.status.as<uint32_t>()[1]));
+    }
+    if (c.out != DType::kFp32) {
+      std::memcpy(weights16_.data() + (shard_base + sg.begin) * 2, hb.out16.data(), 2ull * sg.n);
+    }
+    std::vector<aio::IoTicket> writes;
+    for (unsigned v = 0; v < nv; ++v) {
+      (*crcs)[d][v][sg.index] = Crc32(var_buf[v]->data(), 4ull * sg.n);
+      writes.push_back(dev.HostWrite(store_.file(d, v, ws), sg.file_offset(), var_buf[v]->data(),
+                                     sg.io_bytes(), &vc));
+    }
+    t0 = Clock::now();
+    for (auto& t : writes) t.Wait();
+    io += Since(t0);
+    Progress(o);
+  }
+  std::lock_guard<std::mutex> lock(*rep_mu);
+  rep->io_seconds += io;
+  rep->compute_seconds += compute;
+  rep->virtual_seconds = std::max(rep->virtual_seconds, vc.now);
+}
+
+StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
+  StepReport rep;
+  rep.mode = o.mode;
+  rep.step = store_.step() + 1;
+  const StoreConfig& c = store_.config();
+  if (grads.dtype() != c.grad) {
+    throw std::invalid_argument(std::string("gradient dtype: expected ") + DTypeName(c.grad) +
+                                " (the store's), found " + DTypeName(grads.dtype()));
+  }
+  std::string where;
+  if (!grads.AllFinite(&where)) {
+    rep.skipped = true;
+    rep.skip_reason = "loss-scale overflow: non-finite " + where + "; step skipped, nothing "
+                      "read, written or committed";
+    return rep;
+  }
+  GradSpec gs;
+  gs.grad = c.grad;
+  gs.out = c.out;
+  gs.sparse = grads.sparse();
+  gs.ftz = c.ftz;
+  gs.loss_scale = c.loss_scale;
+  gs.clip_coef = o.clip_coef;
+  const KernelLaunch k = MakeLaunch(c.hyper, gs, rep.step);
+
+  const LinkBytes before = devices_.bytes();
+  devices_.ResetVirtualTime();
+  Store::Checksums crcs = store_.EmptyChecksums();
+  std::mutex rep_mu;
+  abort_ = false;
+  done_ = 0;
+  total_ = store_.AllSubgroups().size();
+  rep.subgroups = total_;
+  const auto t0 = Clock::now();
+  std::exception_ptr err;
+  std::mutex err_mu;
+  auto guarded = [&](auto&& fn) {
+    try {
+      fn();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(err_mu);
+      if (!err) err = std::current_exception();
+      abort_ = true;
+    }
+  };
+  std::vector<std::thread> ts;
+  if (o.mode == UpdateMode::kSmart) {
+    if (bufs_.empty()) {
+      // Device buffers: allocated once, at the subgroup size, two sets per device.
+      const UpdateFootprint need = SubgroupFootprint(c);
+      for (unsigned d = 0; d < devices_.size(); ++d) {
+        for (unsigned w = 0; w < 2; ++w) {
+          auto b = std::make_unique<DevBufs>();
+          Device& dev = devices_.device(d);
+          b->b.ForEachBuffer([&](const hls::ArgInfo& a, DeviceBufferPtr& p) {
+            if (need[a.index] > 0) p = dev.Alloc(need[a.index]);
+          });
+          for (const std::string& name : store_.vars()) b->state.push_back(StateOf(b->b, name));
+          bufs_.push_back(std::move(b));
+        }
+      }
+    }
+    for (unsigned d = 0; d < devices_.size(); ++d) {
+      for (unsigned w = 0; w < 2; ++w) {
+        ts.emplace_back([&, d, w] {
+          guarded([&] { SmartWorker(d, w, grads, k, &crcs, &rep, &rep_mu, o); });
+        });
+      }
+    }
+  } else {
+    if (o.phases != StepPhases::kAll) {
+      throw std::invalid_argument("step phases: only the smart mode can run partial phases");
+    }
+    const std::vector<Subgroup> work = store_.AllSubgroups();
+    std::atomic<size_t> next{0};
+    const unsigned nt =
+        o.host_threads ? o.host_threads : std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned t = 0; t < nt; ++t) {
+      ts.emplace_back([&, t] {
+        guarded([&] { BaselineWorker(&work, &next, grads, k, &crcs, &rep, &rep_mu, o); });
+      });
+    }
+    for (auto& t : ts) t.join();
+    ts.clear();
+  }
+  for (auto& t : ts) t.join();
+  if (err) std::rethrow_exception(err);
+  if (o.phases == StepPhases::kAll) store_.Commit(crcs);
+  if (o.phases == StepPhases::kIoOnly) store_.SyncNextSlot();  // durability is part of the I/O
+  rep.seconds = Since(t0);
+  rep.bytes = devices_.bytes() - before;
+  if (devices_.has_link_model()) {
+    rep.virtual_seconds = std::max(rep.virtual_seconds, devices_.VirtualHorizon());
+  } else {
+    rep.virtual_seconds = 0;
+  }
+  return rep;
+}
+
+}  // namespace csdkit

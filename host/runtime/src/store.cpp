@@ -1,0 +1,476 @@
+#include "csdkit/runtime/store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "csdkit/aio/aio_engine.h"
+#include "csdkit/hls/mode.h"
+#include "csdkit/hls/sparse.h"
+#include "csdkit/platform/aligned_buffer.h"
+#include "csdkit/platform/checksum.h"
+#include "csdkit/runtime/synthetic.h"
+
+namespace csdkit {
+
+void (*Store::commit_hook)(const char* stage) = nullptr;
+
+namespace {
+
+constexpr const char* kFormat = "csdkit-store-1";
+
+[[noreturn]] void Fail(const std::string& msg) { throw StoreError(msg); }
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+void FsyncPath(const std::string& path, bool dir) {
+  const int fd = ::open(path.c_str(), (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) Fail("cannot open '" + path + "' to sync it: " + ErrnoText());
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  if (rc != 0) Fail("fsync of '" + path + "' failed: " + std::strerror(e));
+}
+
+// Writes a small file durably: write, fsync; the caller renames and syncs the directory.
+void WriteSmallFile(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) Fail("cannot create '" + path + "': " + ErrnoText());
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t w = ::write(fd, p, left);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      Fail("cannot write '" + path + "': " + std::strerror(e));
+    }
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+  if (::fsync(fd) != 0) {
+    const int e = errno;
+    ::close(fd);
+    Fail("fsync of '" + path + "' failed: " + std::strerror(e));
+  }
+  ::close(fd);
+}
+
+nlohmann::json ReadJsonFile(const std::string& path, const std::string& what) {
+  std::ifstream f(path);
+  if (!f) Fail(what + ": expected '" + path + "', found no such file (" + ErrnoText() + ")");
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    Fail(what + ": '" + path + "' is not valid JSON: " + e.what());
+  }
+}
+
+std::vector<Shard> MakeShards(uint64_t params, unsigned devices) {
+  std::vector<Shard> s;
+  const uint64_t per = (params + devices - 1) / devices;
+  for (unsigned k = 0; k < devices; ++k) {
+    const uint64_t b = std::min<uint64_t>(params, per * k);
+    const uint64_t e = std::min<uint64_t>(params, per * (k + 1));
+    s.push_back({k, b, e});
+  }
+  return s;
+}
+
+uint64_t FileBytes(const Shard& s) { return (s.size() * 4 + 4095) / 4096 * 4096; }
+
+
+template <typename T>
+T Get(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) Fail(where + ": expected a field '" + key + "', found none");
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    Fail(where + ": field '" + key + "' has the wrong type: " + e.what());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> StateVariables(const OptimizerConfig& h) {
+  std::vector<std::string> v{"theta"};
+  hls::Mode md{};
+  md.opt = h.opt;
+  md.momentum = h.opt == Optimizer::kSgd && h.momentum != 0.0;
+  if (hls::UsesM(md)) v.push_back("m");
+  if (hls::UsesV(md)) v.push_back("v");
+  return v;
+}
+
+nlohmann::json StoreConfig::ToJson() const {
+  return {{"params", params},
+          {"devices", devices},
+          {"optimizer", OptimizerName(hyper.opt)},
+          {"hyper",
+           {{"lr", hyper.lr},
+            {"beta1", hyper.beta1},
+            {"beta2", hyper.beta2},
+            {"eps", hyper.eps},
+            {"weight_decay", hyper.weight_decay},
+            {"momentum", hyper.momentum},
+            {"dampening", hyper.dampening},
+            {"nesterov", hyper.nesterov},
+            {"lr_decay", hyper.lr_decay},
+            {"initial_accumulator_value", hyper.initial_accumulator_value}}},
+          {"grad", DTypeName(grad)},
+          {"out", OutDTypeName(out)},
+          {"ftz", ftz},
+          {"loss_scale", loss_scale},
+          {"subgroup_elems", subgroup_elems},
+          {"seed", seed}};
+}
+
+StoreConfig StoreConfig::FromJson(const nlohmann::json& j) {
+  const std::string w = "manifest";
+  StoreConfig c;
+  c.params = Get<uint64_t>(j, "params", w);
+  c.devices = Get<unsigned>(j, "devices", w);
+  try {
+    c.hyper.opt = ParseOptimizer(Get<std::string>(j, "optimizer", w));
+    c.grad = ParseGradDType(Get<std::string>(j, "grad", w));
+    c.out = ParseOutDType(Get<std::string>(j, "out", w));
+  } catch (const std::invalid_argument& e) {
+    Fail(w + ": " + e.what());
+  }
+  const nlohmann::json h = Get<nlohmann::json>(j, "hyper", w);
+  const std::string hw = w + " hyper";
+  c.hyper.lr = Get<double>(h, "lr", hw);
+  c.hyper.beta1 = Get<double>(h, "beta1", hw);
+  c.hyper.beta2 = Get<double>(h, "beta2", hw);
+  c.hyper.eps = Get<double>(h, "eps", hw);
+  c.hyper.weight_decay = Get<double>(h, "weight_decay", hw);
+  c.hyper.momentum = Get<double>(h, "momentum", hw);
+  c.hyper.dampening = Get<double>(h, "dampening", hw);
+  c.hyper.nesterov = Get<bool>(h, "nesterov", hw);
+  c.hyper.lr_decay = Get<double>(h, "lr_decay", hw);
+  c.hyper.initial_accumulator_value = Get<double>(h, "initial_accumulator_value", hw);
+  c.ftz = Get<bool>(j, "ftz", w);
+  c.loss_scale = Get<double>(j, "loss_scale", w);
+  c.subgroup_elems = Get<uint32_t>(j, "subgroup_elems", w);
+  c.seed = Get<uint64_t>(j, "seed", w);
+  return c;
+}
+
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+std::string Store::FilePath(unsigned d, unsigned var, unsigned slot) const {
+  return dir_ + "/dev" + std::to_string(d) + "/" + vars_[var] + "." + std::to_string(slot) +
+         ".bin";
+}
+
+std::vector<Subgroup> Store::Subgroups(unsigned d) const {
+  std::vector<Subgroup> r;
+  const uint64_t n = shards_[d].size();
+  const uint64_t s = cfg_.subgroup_elems;
+  for (uint64_t b = 0, j = 0; b < n; b += s, ++j) {
+    r.push_back({d, static_cast<uint32_t>(j), b, static_cast<uint32_t>(std::min(s, n - b))});
+  }
+  return r;
+}
+
+std::vector<Subgroup> Store::AllSubgroups() const {
+  std::vector<Subgroup> r;
+  for (unsigned d = 0; d < cfg_.devices; ++d) {
+    for (const Subgroup& g : Subgroups(d)) r.push_back(g);
+  }
+  return r;
+}
+
+const aio::File& Store::file(unsigned d, unsigned var, unsigned slot) const {
+  return files_.at(d).at(var).at(slot);
+}
+
+uint32_t Store::checksum(unsigned d, unsigned var, uint32_t sg) const {
+  return crcs_.at(d).at(var).at(sg);
+}
+
+Store::Checksums Store::EmptyChecksums() const {
+  Checksums c(cfg_.devices);
+  for (unsigned d = 0; d < cfg_.devices; ++d) {
+    c[d].assign(vars_.size(), std::vector<uint32_t>(Subgroups(d).size(), 0u));
+  }
+  return c;
+}
+
+void Store::OpenFiles() {
+  files_.clear();
+  files_.resize(cfg_.devices);
+  for (unsigned d = 0; d < cfg_.devices; ++d) {
+    files_[d].resize(vars_.size());
+    for (unsigned v = 0; v < vars_.size(); ++v) {
+      for (unsigned s = 0; s < 2; ++s) {
+        const std::string path = FilePath(d, v, s);
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0) {
+          Fail("store '" + dir_ + "': expected shard file '" + path + "', found none (" +
+               ErrnoText() + ")");
+        }
+        const uint64_t want = FileBytes(shards_[d]);
+        if (static_cast<uint64_t>(st.st_size) < want) {
+          Fail("store '" + dir_ + "': shard file '" + path + "' is truncated: expected " +
+               std::to_string(want) + " bytes, found " + std::to_string(st.st_size));
+        }
+        aio::FileOptions fo;
+        fo.min_alignment = 4096;
+        files_[d][v].push_back(aio::File::Open(path, aio::OpenMode::kReadWrite, fo));
+      }
+    }
+  }
+}
+
+void Store::WriteManifest(int64_t step, const Checksums& crcs, bool initial) {
+  nlohmann::json j;
+  j["format"] = kFormat;
+  j["store_id"] = store_id_;
+  j["config"] = cfg_.ToJson();
+  nlohmann::json sh = nlohmann::json::array();
+  for (const Shard& s : shards_) {
+    sh.push_back({{"device", s.device}, {"dir", "dev" + std::to_string(s.device)},
+                  {"begin", s.begin}, {"end", s.end}});
+  }
+  j["shards"] = sh;
+  j["vars"] = vars_;
+  j["committed_step"] = step;
+  j["slot"] = step % 2;
+  nlohmann::json cj = nlohmann::json::array();
+  for (unsigned d = 0; d < cfg_.devices; ++d) {
+    nlohmann::json dj = nlohmann::json::object();
+    for (unsigned v = 0; v < vars_.size(); ++v) dj[vars_[v]] = crcs[d][v];
+    cj.push_back(dj);
+  }
+  j["checksums"] = cj;
+  const std::string tmp = dir_ + "/manifest.json.tmp";
+  WriteSmallFile(tmp, j.dump(1) + "\n");
+  if (!initial && commit_hook) commit_hook("tmp_written");
+  if (::rename(tmp.c_str(), (dir_ + "/manifest.json").c_str()) != 0) {
+    Fail("cannot rename '" + tmp + "' over the manifest: " + ErrnoText());
+  }
+  if (!initial && commit_hook) commit_hook("renamed");
+  FsyncPath(dir_, true);
+}
+
+Store Store::Create(const std::string& dir, const StoreConfig& cfg_in,
+                    const aio::AioConfig& aio_cfg) {
+  StoreConfig cfg = cfg_in;
+  ValidateConfig(cfg.hyper);
+  if (cfg.devices < 1 || cfg.devices > 256) {
+    throw std::invalid_argument("devices: expected 1..256, found " + std::to_string(cfg.devices));
+  }
+  if (cfg.params < cfg.devices) {
+    throw std::invalid_argument("params: expected at least one parameter per device (" +
+                                std::to_string(cfg.devices) + "), found " +
+                                std::to_string(cfg.params));
+  }
+  if (cfg.subgroup_elems == 0 || cfg.subgroup_elems % hls::kBlockElems != 0) {
+    throw std::invalid_argument("subgroup size: expected a positive multiple of 65536, found " +
+                                std::to_string(cfg.subgroup_elems));
+  }
+  if (!(cfg.loss_scale > 0.0) || !std::isfinite(cfg.loss_scale)) {
+    throw std::invalid_argument("loss scale: expected a finite value > 0");
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0) {
+    if (errno != EEXIST) Fail("cannot create '" + dir + "': " + ErrnoText());
+    struct stat st {};
+    ::stat(dir.c_str(), &st);
+    if (!S_ISDIR(st.st_mode)) Fail("'" + dir + "': expected a directory, found a file");
+    if (::access((dir + "/manifest.json").c_str(), F_OK) == 0) {
+      Fail("'" + dir + "': expected an empty or absent directory, found an existing store "
+           "(remove it first, or use `csdkit step` on it)");
+    }
+  }
+  Store s;
+  s.dir_ = dir;
+  s.cfg_ = cfg;
+  s.shards_ = MakeShards(cfg.params, cfg.devices);
+  s.vars_ = StateVariables(cfg.hyper);
+  std::random_device rd;
+  char id[40];
+  std::snprintf(id, sizeof id, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  s.store_id_ = id;
+  for (unsigned d = 0; d < cfg.devices; ++d) {
+    const std::string dd = dir + "/dev" + std::to_string(d);
+    if (::mkdir(dd.c_str(), 0700) != 0 && errno != EEXIST) {
+      Fail("cannot create '" + dd + "': " + ErrnoText());
+    }
+    const nlohmann::json ident{{"store_id", s.store_id_}, {"device", d}, {"devices", cfg.devices}};
+    WriteSmallFile(dd + "/device.json", ident.dump() + "\n");
+    for (unsigned v = 0; v < s.vars_.size(); ++v) {
+      for (unsigned sl = 0; sl < 2; ++sl) {
+        aio::FileOptions fo;
+        fo.min_alignment = 4096;
+        aio::File f = aio::File::Create(s.FilePath(d, v, sl), fo);
+        f.Allocate(FileBytes(s.shards_[d]));
+      }
+    }
+    FsyncPath(dd, true);
+  }
+  s.OpenFiles();
+
+  // Initial state into slot 0, one subgroup at a time.
+  aio::Engine engine(aio_cfg);
+  Checksums crcs = s.EmptyChecksums();
+  AlignedBuffer buf(static_cast<std::size_t>(cfg.subgroup_elems) * 4);
+  const double acc0 =
+      cfg.hyper.opt == Optimizer::kAdagrad ? cfg.hyper.initial_accumulator_value : 0.0;
+  for (unsigned d = 0; d < cfg.devices; ++d) {
+    for (const Subgroup& g : s.Subgroups(d)) {
+      for (unsigned v = 0; v < s.vars_.size(); ++v) {
+        float* x = buf.as<float>();
+        const std::string& name = s.vars_[v];
+        const uint64_t base = s.shards_[d].begin + g.begin;
+        for (uint32_t i = 0; i < g.n; ++i) {
+          x[i] = name == "theta" ? InitialWeight(cfg.seed, base + i)
+                                 : (name == "v" ? static_cast<float>(acc0) : 0.0f);
+        }
+        std::memset(x + g.n, 0, g.io_bytes() - 4ull * g.n);
+        crcs[d][v][g.index] = Crc32(x, 4ull * g.n);
+        engine.Write(s.file(d, v, 0), g.file_offset(), x, g.io_bytes());
+      }
+    }
+    for (unsigned v = 0; v < s.vars_.size(); ++v) s.files_[d][v][0].Sync();
+  }
+  s.WriteManifest(0, crcs, true);
+  s.crcs_ = crcs;
+  s.step_ = 0;
+  return s;
+}
+
+Store Store::Open(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    Fail("store '" + dir + "': expected a directory created by `csdkit init`, found " +
+         (errno == ENOENT ? std::string("nothing") : std::string("no directory")));
+  }
+  const nlohmann::json j = ReadJsonFile(dir + "/manifest.json", "store '" + dir + "'");
+  const std::string w = "store '" + dir + "' manifest";
+  const std::string fmt = Get<std::string>(j, "format", w);
+  if (fmt != kFormat) Fail(w + ": expected format '" + kFormat + "', found '" + fmt + "'");
+  Store s;
+  s.dir_ = dir;
+  s.store_id_ = Get<std::string>(j, "store_id", w);
+  s.cfg_ = StoreConfig::FromJson(Get<nlohmann::json>(j, "config", w));
+  try {
+    ValidateConfig(s.cfg_.hyper);
+  } catch (const std::invalid_argument& e) {
+    Fail(w + ": " + e.what());
+  }
+  if (s.cfg_.devices < 1 || s.cfg_.params < s.cfg_.devices || s.cfg_.subgroup_elems == 0 ||
+      s.cfg_.subgroup_elems % hls::kBlockElems != 0) {
+    Fail(w + ": inconsistent sizes (params " + std::to_string(s.cfg_.params) + ", devices " +
+         std::to_string(s.cfg_.devices) + ", subgroup " + std::to_string(s.cfg_.subgroup_elems) +
+         ")");
+  }
+  s.step_ = Get<int64_t>(j, "committed_step", w);
+  if (s.step_ < 0 || Get<int64_t>(j, "slot", w) != s.step_ % 2) {
+    Fail(w + ": expected slot = committed_step % 2, found step " + std::to_string(s.step_) +
+         " and slot " + std::to_string(Get<int64_t>(j, "slot", w)));
+  }
+  s.shards_ = MakeShards(s.cfg_.params, s.cfg_.devices);
+  s.vars_ = StateVariables(s.cfg_.hyper);
+  const auto sh = Get<nlohmann::json>(j, "shards", w);
+  if (!sh.is_array() || sh.size() != s.shards_.size()) {
+    Fail(w + ": expected " + std::to_string(s.shards_.size()) + " shards, found " +
+         std::to_string(sh.is_array() ? sh.size() : 0));
+  }
+  for (unsigned d = 0; d < s.shards_.size(); ++d) {
+    if (Get<uint64_t>(sh[d], "begin", w) != s.shards_[d].begin ||
+        Get<uint64_t>(sh[d], "end", w) != s.shards_[d].end) {
+      Fail(w + ": shard " + std::to_string(d) + " range does not match params/devices");
+    }
+  }
+  if (Get<std::vector<std::string>>(j, "vars", w) != s.vars_) {
+    Fail(w + ": state variables do not match the optimizer");
+  }
+  const auto cj = Get<nlohmann::json>(j, "checksums", w);
+  if (!cj.is_array() || cj.size() != s.cfg_.devices) Fail(w + ": checksums: expected one entry per device");
+  s.crcs_ = s.EmptyChecksums();
+  for (unsigned d = 0; d < s.cfg_.devices; ++d) {
+    for (unsigned v = 0; v < s.vars_.size(); ++v) {
+      const auto list = Get<std::vector<uint32_t>>(cj[d], s.vars_[v].c_str(), w + " checksums");
+      if (list.size() != s.crcs_[d][v].size()) {
+        Fail(w + ": checksums of device " + std::to_string(d) + " " + s.vars_[v] + ": expected " +
+             std::to_string(s.crcs_[d][v].size()) + " subgroups, found " +
+             std::to_string(list.size()));
+      }
+      s.crcs_[d][v] = list;
+    }
+    const std::string dd = dir + "/dev" + std::to_string(d);
+    const nlohmann::json ident = ReadJsonFile(dd + "/device.json", "device " + std::to_string(d));
+    if (Get<std::string>(ident, "store_id", dd) != s.store_id_ ||
+        Get<unsigned>(ident, "device", dd) != d) {
+      Fail("device directory '" + dd + "': expected device " + std::to_string(d) + " of store " +
+           s.store_id_ + ", found device " + std::to_string(Get<unsigned>(ident, "device", dd)) +
+           " of store " + Get<std::string>(ident, "store_id", dd));
+    }
+  }
+  s.OpenFiles();
+  return s;
+}
+
+void Store::SyncNextSlot() {
+  const unsigned next = static_cast<unsigned>((step_ + 1) % 2);
+  for (unsigned d = 0; d < cfg_.devices; ++d) {
+    for (unsigned v = 0; v < vars_.size(); ++v) files_[d][v][next].Sync();
+  }
+}
+
+void Store::Commit(const Checksums& crcs) {
+  SyncNextSlot();
+  if (commit_hook) commit_hook("synced");
+  WriteManifest(step_ + 1, crcs, false);
+  crcs_ = crcs;
+  ++step_;
+}
+
+void Store::Verify(const aio::AioConfig& aio_cfg) const {
+  aio::Engine engine(aio_cfg);
+  AlignedBuffer buf(static_cast<std::size_t>(cfg_.subgroup_elems) * 4);
+  for (unsigned d = 0; d < cfg_.devices; ++d) {
+    for (const Subgroup& g : Subgroups(d)) {
+      for (unsigned v = 0; v < vars_.size(); ++v) {
+        engine.Read(file(d, v, slot()), g.file_offset(), buf.data(), g.io_bytes());
+        const uint32_t c = Crc32(buf.data(), 4ull * g.n);
+        if (c != crcs_[d][v][g.index]) {
+          char b[64];
+          std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", crcs_[d][v][g.index], c);
+          Fail("store '" + dir_ + "' is corrupt: " + FilePath(d, v, slot()) + " subgroup " +
+               std::to_string(g.index) + " (elements " + std::to_string(g.begin) + ".." +
+               std::to_string(g.begin + g.n) + "): " + b);
+        }
+      }
+    }
+  }
+}
+
+nlohmann::json Store::Describe() const {
+  nlohmann::json j = cfg_.ToJson();
+  j["dir"] = dir_;
+  j["store_id"] = store_id_;
+  j["committed_step"] = step_;
+  j["slot"] = slot();
+  j["vars"] = vars_;
+  nlohmann::json sh = nlohmann::json::array();
+  for (const Shard& s : shards_) {
+    sh.push_back({{"device", s.device}, {"begin", s.begin}, {"end", s.end},
+                  {"subgroups", Subgroups(s.device).size()}, {"file_bytes", FileBytes(s)}});
+  }
+  j["shards"] = sh;
+  return j;
+}
+
+}  // namespace csdkit

@@ -1,0 +1,107 @@
+#include "csdkit/system/device_set.h"
+
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include "csdkit/emu/emu_device.h"
+#include "csdkit/platform/opencl_device.h"
+#include "csdkit/platform/xclbin.h"
+
+namespace csdkit {
+
+Backend ParseBackend(const std::string& s) {
+  if (s == "model") return Backend::kModel;
+  if (s == "rtl") return Backend::kRtl;
+  if (s == "opencl") return Backend::kOpenCl;
+  throw std::invalid_argument("backend: expected model, rtl or opencl, found '" + s + "'");
+}
+
+const char* BackendName(Backend b) {
+  switch (b) {
+    case Backend::kModel: return "model";
+    case Backend::kRtl: return "rtl";
+    case Backend::kOpenCl: return "opencl";
+  }
+  return "?";
+}
+
+DeviceSet::DeviceSet(const DeviceSpec& spec) : spec_(spec) {
+  if (spec.count == 0) {
+    throw std::invalid_argument("devices: expected at least 1 device, found 0");
+  }
+  if (spec.backend == Backend::kOpenCl) {
+    // OpenCL devices have their own time: no link model. A platform with fewer devices than
+    // the set (PoCL's one CPU device) serves several set devices with the same OpenCL device.
+    const unsigned avail = OpenClDeviceCount(spec.platform);
+    if (avail == 0) {
+      throw std::runtime_error(
+          "backend opencl: expected an OpenCL platform" +
+          (spec.platform.empty() ? std::string() : " matching '" + spec.platform + "'") +
+          " with devices, found none (install pocl-opencl-icd, or XRT for a Xilinx card)");
+    }
+    for (unsigned k = 0; k < spec.count; ++k) {
+      OpenClOptions o;
+      o.index = spec.first + k;
+      o.device = spec.count > 1 && spec.first + k >= avail ? (spec.first + k) % avail
+                                                           : spec.first + k;
+      o.platform = spec.platform;
+      o.xclbin = spec.xclbin;
+      o.capacity = spec.device_mem;
+      o.aio = spec.aio;
+      devices_.push_back(std::make_unique<OpenClDevice>(o));
+    }
+    return;
+  }
+  if (spec.device_mem == 0) {
+    throw std::invalid_argument("device memory: expected a size in bytes for emulated devices, "
+                                "found 0");
+  }
+  if (spec.link_model) links_ = std::make_shared<emu::LinkModel>(spec.links, spec.first + spec.count);
+  // Emulated devices load and check an xclbin as cards do: the one given, or the emulated
+  // SmartSSD's (written into xclbin_dir on first use).
+  std::string xclbin = spec.xclbin;
+  if (xclbin.empty() && !spec.xclbin_dir.empty()) {
+    xclbin = spec.xclbin_dir + "/csd_update.emu.xclbin";
+    if (::access(xclbin.c_str(), R_OK) != 0) {
+      EmulationXclbinOptions xo;
+      xo.target = spec.backend == Backend::kRtl ? "hw_emu" : "sw_emu";
+      WriteEmulationXclbin(xclbin, xo);
+    }
+  }
+  for (unsigned k = 0; k < spec.count; ++k) {
+    emu::EmuOptions o;
+    o.index = spec.first + k;
+    o.capacity = spec.device_mem;
+    o.backend = spec.backend == Backend::kRtl ? emu::Backend::kRtl : emu::Backend::kModel;
+    o.aio = spec.aio;
+    o.links = links_;
+    o.xclbin = xclbin;
+    o.rtl = spec.rtl;
+    devices_.push_back(std::make_unique<emu::EmulatedSmartSsd>(o));
+  }
+}
+
+DeviceSet::~DeviceSet() = default;
+
+double DeviceSet::VirtualHorizon() const { return links_ ? links_->Horizon() : 0.0; }
+
+void DeviceSet::ResetVirtualTime() {
+  if (links_) links_->Reset();
+}
+
+emu::EmulatedSmartSsd* DeviceSet::emulated(unsigned k) const {
+  return dynamic_cast<emu::EmulatedSmartSsd*>(devices_.at(k).get());
+}
+
+OpenClDevice* DeviceSet::opencl(unsigned k) const {
+  return dynamic_cast<OpenClDevice*>(devices_.at(k).get());
+}
+
+std::string DeviceSet::Describe() const {
+  std::string s;
+  for (const auto& d : devices_) s += d->Describe() + "\n";
+  return s;
+}
+
+}  // namespace csdkit
