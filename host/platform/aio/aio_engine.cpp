@@ -1,3 +1,8 @@
+// The libaio engine. Kept as one file (about 750 lines) on purpose: the batch state, the
+// submitting workers, the completion reaping and the ticket share private types (detail::Batch,
+// ErrorRecord) and one invariant — every request's completion is accounted exactly once, and a
+// batch is never freed while the kernel may still write into its buffers — which is easiest to
+// review in one place.
 #include "csdkit/aio/aio_engine.h"
 
 #include <algorithm>
