@@ -1,8 +1,9 @@
-# xclbin handling and the Vitis flows (host/xclbin.cmake, flows/). All quick; none needs Vitis,
-# Vivado or a card. Test names start with "xclbin." (gtest) or "flows_" / "xclbin_cli_".
+# xclbin handling and the Vitis flows (host/platform/xclbin.cmake, flows/). All quick; none needs
+# Vitis, Vivado or a card. Test names start with "xclbin." (gtest) or "flows_" / "xclbin_cli_".
 #
 #   xclbin.*              the library: emulated xclbin round trip through XRT, every kind of
-#                         mismatch refused, truncated / random / corrupted files refused
+#                         mismatch refused, truncated / random / corrupted files refused; the
+#                         flow inputs (flows/tools/flow_files.h) read back
 #   flows_generated       flows/generated/ equals what the argument table generates
 #   flows_consistency     HLS top, kernel.xml, connectivity, HLS configs, packaging script vs table
 #   flows_rtl_registers   the RTL register package and top ports vs table (skipped until present)
@@ -11,7 +12,8 @@
 #   xclbin_cli_*          `csdkit xclbin emu | check | inspect` (once the command is wired in)
 
 csdkit_test(xclbin_test)
-target_link_libraries(xclbin_test PRIVATE csdkit_xclbin)
+# The flow inputs' tests (FlowFiles.*) need the flows' generator library.
+target_link_libraries(xclbin_test PRIVATE csdkit_xclbin csdkit_flow_files_lib)
 target_compile_definitions(xclbin_test PRIVATE
   CSDKIT_XCLBIN_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/xclbin_tmp")
 gtest_discover_tests(xclbin_test TEST_PREFIX "xclbin." PROPERTIES LABELS quick DISCOVERY_TIMEOUT 60)

@@ -1,8 +1,9 @@
-// xclbin handling (csdkit/platform/xclbin.h): the emulated xclbin written, read back through XRT and
-// checked against the argument table; mismatched arguments, offsets, ports, kernel names,
+// xclbin handling (csdkit/platform/xclbin.h): the emulated xclbin written, read back through XRT
+// and checked against the argument table; mismatched arguments, offsets, ports, kernel names,
 // platforms, control protocols and connectivity refused with what was expected and found;
 // truncated files, random bytes and corrupted containers refused without crashing; the flow
-// inputs (kernel.xml, connectivity) generated from the table and read back.
+// inputs (kernel.xml, connectivity; flows/tools/flow_files.h) generated from the table and read
+// back.
 #include "csdkit/platform/xclbin.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "csdkit/hls/update_args.h"
+#include "flow_files.h"
 
 namespace {
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "csdkit/platform/xclbin.h"
+#include "flow_files.h"
 
 namespace {
 

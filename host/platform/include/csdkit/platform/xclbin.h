@@ -9,8 +9,8 @@
 //
 // The expected kernel is derived from THE argument table (hls/include/csdkit/hls/update_args.h):
 // the same description produces the emulated xclbin, the RTL kernel.xml and the v++ connectivity
-// config (flows/), so a card's xclbin and the emulation are checked by the same code against the
-// same table.
+// config (flows/tools/flow_files.h), so a card's xclbin and the emulation are checked by the same
+// code against the same table.
 #ifndef CSDKIT_XCLBIN_H_
 #define CSDKIT_XCLBIN_H_
 
@@ -116,18 +116,6 @@ struct EmulationXclbinOptions {
 /// emulated kernel, so emulation is loaded through the same CheckXclbin as a card. The uuid is
 /// derived from the metadata (same description, same uuid). Throws XclbinError (kIo).
 void WriteEmulationXclbin(const std::string& path, const EmulationXclbinOptions& options = {});
-
-/// The RTL kernel description (kernel.xml) that Vivado's package_xo takes for `sig`.
-std::string RtlKernelXml(const KernelSignature& sig);
-/// The v++ link config: one compute unit `<kernel>_1`, every buffer argument on `bank`.
-std::string ConnectivityConfig(const KernelSignature& sig, const std::string& bank);
-/// Tcl variables for flows/rtl/package_xo.tcl: kernel name, VLNV parts and interface names.
-std::string PackagingPortsTcl(const KernelSignature& sig);
-
-/// IP VLNV of the packaged RTL kernel (kernel.xml and package_xo.tcl must agree on it).
-constexpr const char* kRtlKernelVendor = "csdkit.org";
-constexpr const char* kRtlKernelLibrary = "kernel";
-constexpr const char* kRtlKernelVersion = "1.0";
 
 }  // namespace csdkit
 
