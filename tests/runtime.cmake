@@ -11,3 +11,10 @@ target_link_libraries(topology_test PRIVATE csdkit_platform)
 target_compile_definitions(topology_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/topology_test_trees")
 gtest_discover_tests(topology_test PROPERTIES LABELS quick DISCOVERY_TIMEOUT 60)
+
+# Stores of a trainer's model: layout, weights in, per-group hyper-parameters.
+csdkit_test(model_store_test)
+target_link_libraries(model_store_test PRIVATE csdkit_runtime csdkit_system)
+target_compile_definitions(model_store_test PRIVATE
+  CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/model_store_test_stores")
+gtest_discover_tests(model_store_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)

@@ -104,7 +104,8 @@ void Scheduler::Progress(const StepOptions& o) {
   }
 }
 
-void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g, const KernelLaunch& k,
+void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
+                            const std::vector<KernelLaunch>& k,
                           Store::Checksums* crcs, StepReport* rep, std::mutex* rep_mu,
                           const StepOptions& o) {
   Device& dev = devices_.device(d);
@@ -170,7 +171,7 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g, const 
         if (o.phases == StepPhases::kComputeOnly) {
           for (unsigned v = 0; v < bufs.state.size(); ++v) dev.Crc32(*bufs.state[v], 0, 4ull * sg.n);
         }
-        bufs.b.SetScalars(sg.n, nnz, k);
+        bufs.b.SetScalars(sg.n, nnz, k[sg.group]);
         dev.LaunchUpdate(bufs.b, nullptr, &vc);
         compute += Since(t1);
       }
@@ -213,7 +214,7 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g, const 
 }
 
 void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<size_t>* next,
-                             const GradientSet& g, const KernelLaunch& k,
+                             const GradientSet& g, const std::vector<KernelLaunch>& k,
                              Store::Checksums* crcs, StepReport* rep, std::mutex* rep_mu,
                              const StepOptions& o) {
   const StoreConfig& c = store_.config();
@@ -271,7 +272,7 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<si
       std::memcpy(hb.grad.data(), g.dense().data() + (shard_base + sg.begin) * eb,
                   static_cast<uint64_t>(sg.n) * eb);
     }
-    l.SetScalars(sg.n, nnz, k);
+    l.SetScalars(sg.n, nnz, k[sg.group]);
     const uint32_t err = InvokeUpdate(l);
     const double dt = Since(t1);
     compute += dt;
@@ -322,9 +323,34 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   gs.out = c.out;
   gs.sparse = grads.sparse();
   gs.ftz = c.ftz;
-  gs.loss_scale = c.loss_scale;
+  gs.loss_scale = o.loss_scale ? *o.loss_scale : c.loss_scale;
   gs.clip_coef = o.clip_coef;
-  const KernelLaunch k = MakeLaunch(c.hyper, gs, rep.step);
+  // The kernel scalars of every param group for this step (computed in double, rounded once).
+  const std::vector<OptimizerConfig>& used =
+      o.group_hyper.empty() ? store_.group_hyper() : o.group_hyper;
+  if (used.size() != store_.group_hyper().size()) {
+    throw std::invalid_argument("step: expected hyper-parameters for " +
+                                std::to_string(store_.group_hyper().size()) +
+                                " param groups, found " + std::to_string(used.size()));
+  }
+  std::vector<KernelLaunch> k;
+  for (size_t g = 0; g < used.size(); ++g) {
+    if (used[g].opt != c.hyper.opt) {
+      throw std::invalid_argument("param group " + std::to_string(g) + ": expected optimizer " +
+                                  OptimizerName(c.hyper.opt) + " (the store's), found " +
+                                  OptimizerName(used[g].opt));
+    }
+    if (StateVariables(used[g]) != store_.vars()) {
+      throw std::invalid_argument(
+          "param group " + std::to_string(g) + ": these hyper-parameters need another optimizer "
+          "state than the store keeps (e.g. SGD momentum turned on or off after creation)");
+    }
+    try {
+      k.push_back(MakeLaunch(used[g], gs, rep.step));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("param group " + std::to_string(g) + ": " + e.what());
+    }
+  }
 
   const LinkBytes before = devices_.bytes();
   devices_.ResetVirtualTime();
@@ -388,7 +414,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   }
   for (auto& t : ts) t.join();
   if (err) std::rethrow_exception(err);
-  if (o.phases == StepPhases::kAll) store_.Commit(crcs);
+  if (o.phases == StepPhases::kAll) store_.Commit(crcs, &used);
   if (o.phases == StepPhases::kIoOnly) store_.SyncNextSlot();  // durability is part of the I/O
   rep.seconds = Since(t0);
   rep.bytes = devices_.bytes() - before;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,8 @@
 #include <sstream>
 
 #include "csdkit/aio/aio_engine.h"
+#include "csdkit/hls/bits.h"
+#include "csdkit/hls/fp16.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
 #include "csdkit/platform/aligned_buffer.h"
@@ -74,9 +77,11 @@ nlohmann::json ReadJsonFile(const std::string& path, const std::string& what) {
   }
 }
 
-std::vector<Shard> MakeShards(uint64_t params, unsigned devices) {
+// Shards of ceil(params / devices) elements, rounded up to `align` (model stores: whole sparse
+// blocks, so that group boundaries stay block boundaries inside every shard).
+std::vector<Shard> MakeShards(uint64_t params, unsigned devices, uint64_t align) {
   std::vector<Shard> s;
-  const uint64_t per = (params + devices - 1) / devices;
+  const uint64_t per = ((params + devices - 1) / devices + align - 1) / align * align;
   for (unsigned k = 0; k < devices; ++k) {
     const uint64_t b = std::min<uint64_t>(params, per * k);
     const uint64_t e = std::min<uint64_t>(params, per * (k + 1));
@@ -98,6 +103,32 @@ T Get(const nlohmann::json& j, const char* key, const std::string& where) {
   }
 }
 
+nlohmann::json HyperToJson(const OptimizerConfig& h) {
+  return {{"lr", h.lr},
+          {"beta1", h.beta1},
+          {"beta2", h.beta2},
+          {"eps", h.eps},
+          {"weight_decay", h.weight_decay},
+          {"momentum", h.momentum},
+          {"dampening", h.dampening},
+          {"nesterov", h.nesterov},
+          {"lr_decay", h.lr_decay},
+          {"initial_accumulator_value", h.initial_accumulator_value}};
+}
+
+void HyperFromJson(const nlohmann::json& h, const std::string& hw, OptimizerConfig* c) {
+  c->lr = Get<double>(h, "lr", hw);
+  c->beta1 = Get<double>(h, "beta1", hw);
+  c->beta2 = Get<double>(h, "beta2", hw);
+  c->eps = Get<double>(h, "eps", hw);
+  c->weight_decay = Get<double>(h, "weight_decay", hw);
+  c->momentum = Get<double>(h, "momentum", hw);
+  c->dampening = Get<double>(h, "dampening", hw);
+  c->nesterov = Get<bool>(h, "nesterov", hw);
+  c->lr_decay = Get<double>(h, "lr_decay", hw);
+  c->initial_accumulator_value = Get<double>(h, "initial_accumulator_value", hw);
+}
+
 }  // namespace
 
 std::vector<std::string> StateVariables(const OptimizerConfig& h) {
@@ -114,17 +145,7 @@ nlohmann::json StoreConfig::ToJson() const {
   return {{"params", params},
           {"devices", devices},
           {"optimizer", OptimizerName(hyper.opt)},
-          {"hyper",
-           {{"lr", hyper.lr},
-            {"beta1", hyper.beta1},
-            {"beta2", hyper.beta2},
-            {"eps", hyper.eps},
-            {"weight_decay", hyper.weight_decay},
-            {"momentum", hyper.momentum},
-            {"dampening", hyper.dampening},
-            {"nesterov", hyper.nesterov},
-            {"lr_decay", hyper.lr_decay},
-            {"initial_accumulator_value", hyper.initial_accumulator_value}}},
+          {"hyper", HyperToJson(hyper)},
           {"grad", DTypeName(grad)},
           {"out", OutDTypeName(out)},
           {"ftz", ftz},
@@ -147,16 +168,7 @@ StoreConfig StoreConfig::FromJson(const nlohmann::json& j) {
   }
   const nlohmann::json h = Get<nlohmann::json>(j, "hyper", w);
   const std::string hw = w + " hyper";
-  c.hyper.lr = Get<double>(h, "lr", hw);
-  c.hyper.beta1 = Get<double>(h, "beta1", hw);
-  c.hyper.beta2 = Get<double>(h, "beta2", hw);
-  c.hyper.eps = Get<double>(h, "eps", hw);
-  c.hyper.weight_decay = Get<double>(h, "weight_decay", hw);
-  c.hyper.momentum = Get<double>(h, "momentum", hw);
-  c.hyper.dampening = Get<double>(h, "dampening", hw);
-  c.hyper.nesterov = Get<bool>(h, "nesterov", hw);
-  c.hyper.lr_decay = Get<double>(h, "lr_decay", hw);
-  c.hyper.initial_accumulator_value = Get<double>(h, "initial_accumulator_value", hw);
+  HyperFromJson(h, hw, &c.hyper);
   c.ftz = Get<bool>(j, "ftz", w);
   c.loss_scale = Get<double>(j, "loss_scale", w);
   c.subgroup_elems = Get<uint32_t>(j, "subgroup_elems", w);
@@ -174,11 +186,23 @@ std::string Store::FilePath(unsigned d, unsigned var, unsigned slot) const {
 }
 
 std::vector<Subgroup> Store::Subgroups(unsigned d) const {
+  // Subgroups of subgroup_elems from the shard's start, also cut where a param group begins
+  // (block boundaries in model stores), so that every subgroup has one group.
   std::vector<Subgroup> r;
-  const uint64_t n = shards_[d].size();
+  const Shard& sh = shards_[d];
   const uint64_t s = cfg_.subgroup_elems;
-  for (uint64_t b = 0, j = 0; b < n; b += s, ++j) {
-    r.push_back({d, static_cast<uint32_t>(j), b, static_cast<uint32_t>(std::min(s, n - b))});
+  uint64_t b = 0;
+  unsigned g = has_layout_ ? layout_.GroupOf(sh.begin) : 0;
+  while (b < sh.size()) {
+    uint64_t e = std::min(sh.size(), b + s);
+    if (has_layout_) {
+      while (g + 1 < layout_.groups() && layout_.group_begin(g + 1) <= sh.begin + b) ++g;
+      if (g + 1 < layout_.groups() && layout_.group_begin(g + 1) < sh.begin + e) {
+        e = layout_.group_begin(g + 1) - sh.begin;
+      }
+    }
+    r.push_back({d, static_cast<uint32_t>(r.size()), b, static_cast<uint32_t>(e - b), g});
+    b = e;
   }
   return r;
 }
@@ -254,6 +278,12 @@ void Store::WriteManifest(int64_t step, const Checksums& crcs, bool initial) {
     cj.push_back(dj);
   }
   j["checksums"] = cj;
+  if (has_layout_) {
+    j["layout"] = layout_.ToJson();
+    nlohmann::json gh = nlohmann::json::array();
+    for (const OptimizerConfig& h : group_hyper_) gh.push_back(HyperToJson(h));
+    j["group_hyper"] = gh;
+  }
   const std::string tmp = dir_ + "/manifest.json.tmp";
   WriteSmallFile(tmp, j.dump(1) + "\n");
   if (!initial && commit_hook) commit_hook("tmp_written");
@@ -264,10 +294,24 @@ void Store::WriteManifest(int64_t step, const Checksums& crcs, bool initial) {
   FsyncPath(dir_, true);
 }
 
-Store Store::Create(const std::string& dir, const StoreConfig& cfg_in,
-                    const aio::AioConfig& aio_cfg) {
+template <typename Init>
+Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const ParamLayout* layout,
+                        std::vector<OptimizerConfig> groups, const aio::AioConfig& aio_cfg,
+                        Init&& init) {
   StoreConfig cfg = cfg_in;
   ValidateConfig(cfg.hyper);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].opt != cfg.hyper.opt) {
+      throw std::invalid_argument("param group " + std::to_string(g) + ": expected optimizer " +
+                                  OptimizerName(cfg.hyper.opt) + " (the store's), found " +
+                                  OptimizerName(groups[g].opt));
+    }
+    try {
+      ValidateConfig(groups[g]);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("param group " + std::to_string(g) + ": " + e.what());
+    }
+  }
   if (cfg.devices < 1 || cfg.devices > 256) {
     throw std::invalid_argument("devices: expected 1..256, found " + std::to_string(cfg.devices));
   }
@@ -283,6 +327,15 @@ Store Store::Create(const std::string& dir, const StoreConfig& cfg_in,
   if (!(cfg.loss_scale > 0.0) || !std::isfinite(cfg.loss_scale)) {
     throw std::invalid_argument("loss scale: expected a finite value > 0");
   }
+  for (const Shard& sh : MakeShards(cfg.params, cfg.devices, layout ? hls::kBlockElems : 1)) {
+    if (sh.size() == 0) {
+      throw std::invalid_argument(
+          "devices: expected every device to hold part of the model (shards of whole 65536-"
+          "element blocks), found " + std::to_string(cfg.devices) + " devices for " +
+          std::to_string(cfg.params) + " parameters; use at most " +
+          std::to_string(sh.device) + " devices");
+    }
+  }
   if (::mkdir(dir.c_str(), 0700) != 0) {
     if (errno != EEXIST) Fail("cannot create '" + dir + "': " + ErrnoText());
     struct stat st {};
@@ -296,7 +349,10 @@ Store Store::Create(const std::string& dir, const StoreConfig& cfg_in,
   Store s;
   s.dir_ = dir;
   s.cfg_ = cfg;
-  s.shards_ = MakeShards(cfg.params, cfg.devices);
+  s.has_layout_ = layout != nullptr;
+  if (layout) s.layout_ = *layout;
+  s.group_hyper_ = std::move(groups);
+  s.shards_ = MakeShards(cfg.params, cfg.devices, layout ? hls::kBlockElems : 1);
   s.vars_ = StateVariables(cfg.hyper);
   std::random_device rd;
   char id[40];
@@ -325,18 +381,11 @@ Store Store::Create(const std::string& dir, const StoreConfig& cfg_in,
   aio::Engine engine(aio_cfg);
   Checksums crcs = s.EmptyChecksums();
   AlignedBuffer buf(static_cast<std::size_t>(cfg.subgroup_elems) * 4);
-  const double acc0 =
-      cfg.hyper.opt == Optimizer::kAdagrad ? cfg.hyper.initial_accumulator_value : 0.0;
   for (unsigned d = 0; d < cfg.devices; ++d) {
     for (const Subgroup& g : s.Subgroups(d)) {
       for (unsigned v = 0; v < s.vars_.size(); ++v) {
         float* x = buf.as<float>();
-        const std::string& name = s.vars_[v];
-        const uint64_t base = s.shards_[d].begin + g.begin;
-        for (uint32_t i = 0; i < g.n; ++i) {
-          x[i] = name == "theta" ? InitialWeight(cfg.seed, base + i)
-                                 : (name == "v" ? static_cast<float>(acc0) : 0.0f);
-        }
+        init(s, s.shards_[d].begin + g.begin, g, s.vars_[v], x);
         std::memset(x + g.n, 0, g.io_bytes() - 4ull * g.n);
         crcs[d][v][g.index] = Crc32(x, 4ull * g.n);
         engine.Write(s.file(d, v, 0), g.file_offset(), x, g.io_bytes());
@@ -348,6 +397,67 @@ Store Store::Create(const std::string& dir, const StoreConfig& cfg_in,
   s.crcs_ = crcs;
   s.step_ = 0;
   return s;
+}
+
+Store Store::Create(const std::string& dir, const StoreConfig& cfg,
+                    const aio::AioConfig& aio_cfg) {
+  const double acc0 =
+      cfg.hyper.opt == Optimizer::kAdagrad ? cfg.hyper.initial_accumulator_value : 0.0;
+  return CreateImpl(dir, cfg, nullptr, {cfg.hyper}, aio_cfg,
+                    [&](const Store&, uint64_t base, const Subgroup& g, const std::string& name,
+                        float* x) {
+                      for (uint32_t i = 0; i < g.n; ++i) {
+                        x[i] = name == "theta" ? InitialWeight(cfg.seed, base + i)
+                                               : (name == "v" ? static_cast<float>(acc0) : 0.0f);
+                      }
+                    });
+}
+
+Store Store::CreateForModel(const std::string& dir, const StoreConfig& cfg_in,
+                            const ParamLayout& layout, const std::vector<OptimizerConfig>& groups,
+                            const void* weights, DType weight_dtype,
+                            const aio::AioConfig& aio_cfg) {
+  if (groups.size() != layout.groups()) {
+    throw std::invalid_argument("param groups: expected hyper-parameters for the layout's " +
+                                std::to_string(layout.groups()) + " groups, found " +
+                                std::to_string(groups.size()));
+  }
+  if (weights == nullptr) throw std::invalid_argument("weights: expected a buffer, found none");
+  StoreConfig cfg = cfg_in;
+  cfg.params = layout.total();
+  // Which tensor holds flattened element i: walk the layout alongside the subgroups (they come
+  // in increasing order within a shard).
+  const unsigned wb = DTypeBytes(weight_dtype);
+  const auto* w = static_cast<const uint8_t*>(weights);
+  std::vector<uint64_t> packed(layout.tensors().size());  // tensor's first element in `weights`
+  for (size_t t = 1; t < packed.size(); ++t) packed[t] = packed[t - 1] + layout.tensors()[t - 1].numel;
+  auto widen = [&](uint64_t k) -> float {
+    uint32_t bits;
+    if (weight_dtype == DType::kFp32) {
+      std::memcpy(&bits, w + k * 4, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, w + k * 2, 2);
+      bits = weight_dtype == DType::kFp16 ? hls::F16ToF32(h) : hls::Bf16ToF32(h);
+    }
+    return hls::U2F(bits);
+  };
+  (void)wb;
+  return CreateImpl(
+      dir, cfg, &layout, groups, aio_cfg,
+      [&](const Store& s, uint64_t base, const Subgroup& g, const std::string& name, float* x) {
+        std::fill(x, x + g.n, 0.0f);
+        if (name == "v" && cfg.hyper.opt == Optimizer::kAdagrad) {
+          std::fill(x, x + g.n,
+                    static_cast<float>(s.group_hyper()[g.group].initial_accumulator_value));
+        }
+        if (name != "theta") return;
+        for (size_t t = 0; t < layout.tensors().size(); ++t) {
+          const uint64_t tb = layout.offset(t), te = tb + layout.tensors()[t].numel;
+          const uint64_t lo = std::max(tb, base), hi = std::min(te, base + g.n);
+          for (uint64_t i = lo; i < hi; ++i) x[i - base] = widen(packed[t] + (i - tb));
+        }
+      });
 }
 
 Store Store::Open(const std::string& dir) {
@@ -375,12 +485,36 @@ Store Store::Open(const std::string& dir) {
          std::to_string(s.cfg_.devices) + ", subgroup " + std::to_string(s.cfg_.subgroup_elems) +
          ")");
   }
+  s.group_hyper_ = {s.cfg_.hyper};
+  if (j.contains("layout")) {
+    try {
+      s.layout_ = ParamLayout::FromJson(j["layout"]);
+    } catch (const std::invalid_argument& e) {
+      Fail(w + ": " + e.what());
+    }
+    s.has_layout_ = true;
+    if (s.layout_.total() != s.cfg_.params) {
+      Fail(w + ": expected the layout's " + std::to_string(s.layout_.total()) +
+           " parameters, found params " + std::to_string(s.cfg_.params));
+    }
+    const auto gh = Get<nlohmann::json>(j, "group_hyper", w);
+    if (!gh.is_array() || gh.size() != s.layout_.groups()) {
+      Fail(w + ": expected hyper-parameters for " + std::to_string(s.layout_.groups()) +
+           " param groups in 'group_hyper'");
+    }
+    s.group_hyper_.clear();
+    for (size_t g = 0; g < gh.size(); ++g) {
+      OptimizerConfig h = s.cfg_.hyper;
+      HyperFromJson(gh[g], w + " group_hyper[" + std::to_string(g) + "]", &h);
+      s.group_hyper_.push_back(h);
+    }
+  }
   s.step_ = Get<int64_t>(j, "committed_step", w);
   if (s.step_ < 0 || Get<int64_t>(j, "slot", w) != s.step_ % 2) {
     Fail(w + ": expected slot = committed_step % 2, found step " + std::to_string(s.step_) +
          " and slot " + std::to_string(Get<int64_t>(j, "slot", w)));
   }
-  s.shards_ = MakeShards(s.cfg_.params, s.cfg_.devices);
+  s.shards_ = MakeShards(s.cfg_.params, s.cfg_.devices, s.has_layout_ ? hls::kBlockElems : 1);
   s.vars_ = StateVariables(s.cfg_.hyper);
   const auto sh = Get<nlohmann::json>(j, "shards", w);
   if (!sh.is_array() || sh.size() != s.shards_.size()) {
@@ -429,12 +563,41 @@ void Store::SyncNextSlot() {
   }
 }
 
-void Store::Commit(const Checksums& crcs) {
+void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used) {
   SyncNextSlot();
   if (commit_hook) commit_hook("synced");
-  WriteManifest(step_ + 1, crcs, false);
+  const std::vector<OptimizerConfig> before = group_hyper_;
+  if (used != nullptr) {
+    if (used->size() != group_hyper_.size()) {
+      throw std::invalid_argument("commit: expected hyper-parameters for " +
+                                  std::to_string(group_hyper_.size()) + " groups, found " +
+                                  std::to_string(used->size()));
+    }
+    group_hyper_ = *used;
+  }
+  try {
+    WriteManifest(step_ + 1, crcs, false);
+  } catch (...) {
+    group_hyper_ = before;
+    throw;
+  }
   crcs_ = crcs;
   ++step_;
+}
+
+Store Store::Open(const std::string& dir, const ParamLayout& expected) {
+  Store s = Open(dir);
+  if (!s.has_layout_) {
+    Fail("store '" + dir + "': expected a store created for a model (layout fingerprint " +
+         expected.Fingerprint() + "), found a store without a parameter layout");
+  }
+  if (s.layout_.Fingerprint() != expected.Fingerprint()) {
+    Fail("store '" + dir + "': expected the layout of this model (fingerprint " +
+         expected.Fingerprint() + ", " + std::to_string(expected.tensors().size()) +
+         " tensors), found a store of another model (fingerprint " + s.layout_.Fingerprint() +
+         ", " + std::to_string(s.layout_.tensors().size()) + " tensors)");
+  }
+  return s;
 }
 
 void Store::Verify(const aio::AioConfig& aio_cfg) const {
@@ -464,6 +627,14 @@ nlohmann::json Store::Describe() const {
   j["committed_step"] = step_;
   j["slot"] = slot();
   j["vars"] = vars_;
+  if (has_layout_) {
+    j["layout"] = {{"fingerprint", layout_.Fingerprint()},
+                   {"tensors", layout_.tensors().size()},
+                   {"groups", layout_.groups()}};
+    nlohmann::json gh = nlohmann::json::array();
+    for (const OptimizerConfig& h : group_hyper_) gh.push_back(HyperToJson(h));
+    j["group_hyper"] = gh;
+  }
   nlohmann::json sh = nlohmann::json::array();
   for (const Shard& s : shards_) {
     sh.push_back({{"device", s.device}, {"begin", s.begin}, {"end", s.end},

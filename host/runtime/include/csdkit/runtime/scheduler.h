@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,12 @@ enum class StepPhases {
 struct StepOptions {
   UpdateMode mode = UpdateMode::kSmart;
   StepPhases phases = StepPhases::kAll;
-  double clip_coef = 1.0;    // folded into the unscale factor with the store's loss scale
+  double clip_coef = 1.0;    // folded into the unscale factor with the loss scale
+  /// This step's loss scale (gradients arrive multiplied by it); empty: the store's.
+  std::optional<double> loss_scale;
+  /// This step's hyper-parameters per param group (LR schedulers change them every step);
+  /// empty: those the last committed step used. The optimizer must be the store's.
+  std::vector<OptimizerConfig> group_hyper;
   unsigned host_threads = 0; // baseline compute threads (0: all hardware threads)
   /// Called after each subgroup with (done, total); may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
@@ -90,11 +96,13 @@ class Scheduler {
 
  private:
   struct DevBufs;
-  void SmartWorker(unsigned d, unsigned w, const GradientSet& g, const KernelLaunch& k,
+  void SmartWorker(unsigned d, unsigned w, const GradientSet& g,
+                   const std::vector<KernelLaunch>& k,
                    Store::Checksums* crcs, StepReport* rep, std::mutex* rep_mu,
                    const StepOptions& o);
   void BaselineWorker(const std::vector<Subgroup>* work, std::atomic<size_t>* next,
-                      const GradientSet& g, const KernelLaunch& k, Store::Checksums* crcs,
+                      const GradientSet& g, const std::vector<KernelLaunch>& k,
+                      Store::Checksums* crcs,
                       StepReport* rep, std::mutex* rep_mu, const StepOptions& o);
   void Progress(const StepOptions& o);
 

@@ -28,6 +28,7 @@
 #include "csdkit/aio/aio_config.h"
 #include "csdkit/aio/file.h"
 #include "csdkit/platform/optimizer.h"
+#include "csdkit/runtime/layout.h"
 
 namespace csdkit {
 
@@ -67,6 +68,7 @@ struct Subgroup {
   uint32_t index = 0;
   uint64_t begin = 0;  // shard-relative first element
   uint32_t n = 0;
+  unsigned group = 0;  // the param group all its elements belong to
   uint64_t file_offset() const { return begin * 4; }
   /// Bytes transferred for one variable: 4n rounded up to 4096 (O_DIRECT).
   uint64_t io_bytes() const { return (static_cast<uint64_t>(n) * 4 + 4095) / 4096 * 4096; }
@@ -79,9 +81,22 @@ class Store {
   /// accumulator value) committed as step 0. Throws StoreError / std::invalid_argument.
   static Store Create(const std::string& dir, const StoreConfig& cfg,
                       const aio::AioConfig& aio = aio::AioConfig());
+  /// Creates a store for a trainer's model: cfg.params is set to the layout's flattened size,
+  /// theta is the trainer's `weights` (`weight_dtype` elements in layout order, tensor after
+  /// tensor with no padding; fp16/bf16 widened exactly), m = 0 and v = 0 (Adagrad: its group's
+  /// initial accumulator value). `groups` gives each param group's hyper-parameters (their
+  /// optimizer must be cfg.hyper.opt); shards are whole sparse blocks, and no subgroup spans two
+  /// groups. Throws StoreError / std::invalid_argument; creates nothing on a bad argument.
+  static Store CreateForModel(const std::string& dir, const StoreConfig& cfg,
+                              const ParamLayout& layout,
+                              const std::vector<OptimizerConfig>& groups, const void* weights,
+                              DType weight_dtype, const aio::AioConfig& aio = aio::AioConfig());
   /// Opens an existing store: parses and cross-checks the manifest, checks every device
   /// directory's identity and every file's presence and size. Throws StoreError.
   static Store Open(const std::string& dir);
+  /// Opens a store of a model: refuses (StoreError naming both fingerprints) a store created for
+  /// another layout, or one created without a layout.
+  static Store Open(const std::string& dir, const ParamLayout& expected);
 
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
@@ -94,6 +109,11 @@ class Store {
   const std::vector<Shard>& shards() const { return shards_; }
   /// The state variables the optimizer keeps: theta, then m and/or v.
   const std::vector<std::string>& vars() const { return vars_; }
+  /// The model's layout (stores created by CreateForModel), else nullptr.
+  const ParamLayout* layout() const { return has_layout_ ? &layout_ : nullptr; }
+  /// Hyper-parameters per param group as the last committed step used them (at step 0: as
+  /// created). A store without a layout has one group: config().hyper.
+  const std::vector<OptimizerConfig>& group_hyper() const { return group_hyper_; }
   std::vector<Subgroup> Subgroups(unsigned device) const;
   /// Every subgroup of every device.
   std::vector<Subgroup> AllSubgroups() const;
@@ -109,8 +129,9 @@ class Store {
 
   /// fdatasyncs every file of slot (step + 1) % 2 (the first half of Commit).
   void SyncNextSlot();
-  /// Makes slot (step + 1) % 2 durable and commits step + 1 with `crcs` (see the protocol).
-  void Commit(const Checksums& crcs);
+  /// Makes slot (step + 1) % 2 durable and commits step + 1 with `crcs` (see the protocol),
+  /// recording the hyper-parameters the step used per group (`used`; nullptr = unchanged).
+  void Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used = nullptr);
 
   /// Reads the committed slot completely and checks every subgroup's CRC. Throws StoreError
   /// naming the first corrupt (device, variable, subgroup) with expected and found CRC.
@@ -123,6 +144,12 @@ class Store {
 
  private:
   Store() = default;
+  /// Creates the files and writes step 0; `init(global_begin, n, var, out)` fills one subgroup
+  /// of one variable.
+  template <typename Init>
+  static Store CreateImpl(const std::string& dir, const StoreConfig& cfg, const ParamLayout* layout,
+                          std::vector<OptimizerConfig> groups, const aio::AioConfig& aio,
+                          Init&& init);
   void OpenFiles();
   void WriteManifest(int64_t step, const Checksums& crcs, bool initial);
 
@@ -132,6 +159,9 @@ class Store {
   int64_t step_ = 0;
   std::vector<Shard> shards_;
   std::vector<std::string> vars_;
+  bool has_layout_ = false;
+  ParamLayout layout_;
+  std::vector<OptimizerConfig> group_hyper_;
   Checksums crcs_;
   // files_[device][var][slot]
   std::vector<std::vector<std::vector<aio::File>>> files_;

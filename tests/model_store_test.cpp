@@ -1,0 +1,247 @@
+// Stores created for a trainer's model: the parameter layout (groups on block boundaries, refused
+// when malformed), theta taken from the trainer's weights (fp16/bf16 widened exactly), the layout
+// fingerprint guarding Open, subgroups that never span two param groups, per-step per-group
+// hyper-parameters equal to running the kernel on each group's range with that group's scalars,
+// SmartUpdate = baseline on such stores, and the hyper-parameters each committed step used.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "csdkit/hls/bits.h"
+#include "csdkit/hls/fp16.h"
+#include "csdkit/hls/sparse.h"
+#include "csdkit/platform/problem.h"
+#include "csdkit/platform/splitmix.h"
+#include "csdkit/runtime/scheduler.h"
+#include "csdkit/runtime/store.h"
+#include "csdkit/runtime/synthetic.h"
+#include "csdkit/system/device_set.h"
+
+namespace csdkit {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TestDir(const std::string& name) {
+  const std::string d = std::string(CSDKIT_TEST_DIR) + "/" + name;
+  fs::remove_all(d);
+  fs::create_directories(fs::path(d).parent_path());
+  return d;
+}
+
+// Two groups: three tensors (the second group starts at the next 65536 boundary).
+ParamLayout TwoGroups() {
+  return ParamLayout({{"embed.weight", 70001, 0}, {"ln.weight", 333, 0}, {"head.weight", 90000, 1}});
+}
+
+std::vector<uint16_t> Fp16Weights(uint64_t count, uint64_t seed) {
+  std::vector<uint16_t> w(count);
+  SplitMix64 r{seed};
+  for (auto& x : w) x = hls::F32ToF16(hls::F2U(r.Uniform(-0.5, 0.5)));
+  return w;
+}
+
+// The committed theta of the whole flattened range, read from the shard files.
+std::vector<uint32_t> ReadTheta(const Store& s) {
+  std::vector<uint32_t> out;
+  for (const Shard& sh : s.shards()) {
+    std::ifstream f(s.FilePath(sh.device, 0, s.slot()), std::ios::binary);
+    std::vector<uint32_t> v(sh.size());
+    f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(4 * sh.size()));
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+StoreConfig AdamW(unsigned devices) {
+  StoreConfig c;
+  c.devices = devices;
+  c.hyper = OptimizerConfig::Defaults(Optimizer::kAdamW);
+  c.grad = DType::kFp16;
+  c.out = DType::kFp16;
+  c.loss_scale = 64;
+  c.subgroup_elems = 65536;
+  c.seed = 3;
+  return c;
+}
+
+TEST(ParamLayout, GroupsStartOnBlockBoundaries) {
+  const ParamLayout l = TwoGroups();
+  EXPECT_EQ(l.offset(0), 0u);
+  EXPECT_EQ(l.offset(1), 70001u);
+  EXPECT_EQ(l.offset(2), 131072u);
+  EXPECT_EQ(l.groups(), 2u);
+  EXPECT_EQ(l.group_end(0), 70334u);
+  EXPECT_EQ(l.total(), 131072u + 90000u);
+  EXPECT_EQ(l.GroupOf(70333), 0u);
+  EXPECT_EQ(l.GroupOf(70334), 0u);  // the padding after a group belongs to it
+  EXPECT_EQ(l.GroupOf(131072), 1u);
+  EXPECT_EQ(ParamLayout::FromJson(l.ToJson()).Fingerprint(), l.Fingerprint());
+  EXPECT_NE(ParamLayout({{"embed.weight", 70001, 0}, {"ln.weight", 334, 0},
+                         {"head.weight", 90000, 1}}).Fingerprint(), l.Fingerprint());
+}
+
+TEST(ParamLayout, MalformedLayoutsAreRefused) {
+  auto refused = [](std::vector<TensorSpec> t, const char* what) {
+    try {
+      ParamLayout l(std::move(t));
+      ADD_FAILURE() << "accepted a layout with " << what;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("expected"), std::string::npos) << e.what();
+    }
+  };
+  refused({}, "no tensors");
+  refused({{"", 5, 0}}, "an empty name");
+  refused({{"a", 5, 0}, {"a", 5, 0}}, "a duplicate name");
+  refused({{"a", 0, 0}}, "an empty tensor");
+  refused({{"a", 5, 1}}, "a first group that is not 0");
+  refused({{"a", 5, 0}, {"b", 5, 1}, {"c", 5, 0}}, "a group split in two");
+  refused({{"a", 5, 0}, {"b", 5, 2}}, "a skipped group number");
+}
+
+TEST(ModelStore, ThetaIsTheTrainersWeightsWidenedExactly) {
+  const ParamLayout l = TwoGroups();
+  const uint64_t packed = 70001 + 333 + 90000;
+  const std::vector<uint16_t> w = Fp16Weights(packed, 11);
+  const StoreConfig c = AdamW(2);
+  Store s = Store::CreateForModel(TestDir("model_widen"), c, l, {c.hyper, c.hyper}, w.data(),
+                                  DType::kFp16);
+  // 4 blocks cannot give 3 devices whole-block shards: refused before anything is created.
+  EXPECT_THROW(Store::CreateForModel(TestDir("model_widen3"), AdamW(3), l, {c.hyper, c.hyper},
+                                     w.data(), DType::kFp16),
+               std::invalid_argument);
+  EXPECT_FALSE(fs::exists(std::string(CSDKIT_TEST_DIR) + "/model_widen3"));
+  EXPECT_EQ(s.config().params, l.total());
+  for (const Shard& sh : s.shards()) {
+    if (sh.device + 1 < s.shards().size()) EXPECT_EQ(sh.size() % hls::kBlockElems, 0u);
+  }
+  const std::vector<uint32_t> th = ReadTheta(s);
+  uint64_t k = 0;
+  for (size_t t = 0; t < l.tensors().size(); ++t) {
+    for (uint64_t i = 0; i < l.tensors()[t].numel; ++i, ++k) {
+      const uint64_t at = l.offset(t) + i;
+      ASSERT_EQ(th[at], hls::F16ToF32(w[k])) << "tensor " << l.tensors()[t].name << " element "
+                                              << i;
+    }
+  }
+  for (uint64_t at = l.group_end(0); at < l.group_begin(1); ++at) ASSERT_EQ(th[at], 0u) << at;
+  s.Verify();
+  // Every subgroup lies in one group.
+  for (const Subgroup& g : s.AllSubgroups()) {
+    const uint64_t b = s.shards()[g.device].begin + g.begin;
+    EXPECT_EQ(l.GroupOf(b), g.group);
+    EXPECT_EQ(l.GroupOf(b + g.n - 1), g.group) << "subgroup " << g.index << " of device "
+                                               << g.device << " spans two groups";
+  }
+}
+
+TEST(ModelStore, OpenRefusesAnotherModel) {
+  const ParamLayout l = TwoGroups();
+  const std::vector<uint16_t> w = Fp16Weights(70001 + 333 + 90000, 1);
+  const StoreConfig c = AdamW(2);
+  const std::string dir = TestDir("model_open");
+  { Store::CreateForModel(dir, c, l, {c.hyper, c.hyper}, w.data(), DType::kFp16); }
+  EXPECT_EQ(Store::Open(dir, l).layout()->Fingerprint(), l.Fingerprint());
+  const ParamLayout other({{"embed.weight", 70001, 0}, {"ln.weight", 333, 0},
+                           {"head.weight", 90001, 1}});
+  try {
+    Store::Open(dir, other);
+    ADD_FAILURE() << "opened a store of another model";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("another model"), std::string::npos) << e.what();
+  }
+  Store plain = Store::Create(TestDir("model_plain"), [] {
+    StoreConfig p = AdamW(1);
+    p.params = 1000;
+    return p;
+  }());
+  EXPECT_THROW(Store::Open(plain.dir(), l), StoreError);
+  EXPECT_THROW(Store::CreateForModel(TestDir("model_bad_groups"), c, l, {c.hyper}, w.data(),
+                                     DType::kFp16),
+               std::invalid_argument);
+}
+
+TEST(ModelStore, PerGroupHyperParametersEqualTheKernelPerGroup) {
+  const ParamLayout l = TwoGroups();
+  const uint64_t packed = 70001 + 333 + 90000;
+  const std::vector<uint16_t> w = Fp16Weights(packed, 5);
+  StoreConfig c = AdamW(2);
+  OptimizerConfig g0 = c.hyper, g1 = c.hyper;
+  g0.lr = 3e-3;
+  g0.weight_decay = 0.1;
+  g1.lr = 5e-4;
+  g1.weight_decay = 0.0;
+  Store smart = Store::CreateForModel(TestDir("model_smart"), c, l, {g0, g1}, w.data(),
+                                      DType::kFp16);
+  Store base = Store::CreateForModel(TestDir("model_base"), c, l, {g0, g1}, w.data(),
+                                     DType::kFp16);
+  // The expected result: the kernel on each group's whole range with that group's scalars.
+  const std::vector<uint32_t> th0 = ReadTheta(smart);
+  DeviceSpec spec;
+  spec.count = 2;
+  DeviceSet da(spec), db(spec);
+  Scheduler sa(smart, da), sb(base, db);
+  for (int t = 1; t <= 3; ++t) {
+    // A scheduler-like change of lr every step.
+    OptimizerConfig h0 = g0, h1 = g1;
+    h0.lr = g0.lr * (1.0 - 0.1 * t);
+    h1.lr = g1.lr * (1.0 - 0.2 * t);
+    StepOptions o;
+    o.group_hyper = {h0, h1};
+    o.loss_scale = 32.0;
+    const GradientSet g = GradientSet::Synthetic(smart, t, t == 2 ? 0.05 : 0.0);
+    ASSERT_FALSE(sa.Step(g, o).skipped);
+    o.mode = UpdateMode::kBaseline;
+    ASSERT_FALSE(sb.Step(GradientSet::Synthetic(base, t, t == 2 ? 0.05 : 0.0), o).skipped);
+    ASSERT_EQ(smart.group_hyper()[0].lr, h0.lr);
+    ASSERT_EQ(Store::Open(smart.dir(), l).group_hyper()[1].lr, h1.lr);
+    if (t == 1) {
+      // Step 1 against the kernel run per group on host arrays.
+      const std::vector<uint32_t> th1 = ReadTheta(smart);
+      for (unsigned grp = 0; grp < 2; ++grp) {
+        const uint64_t b = l.group_begin(grp), e = l.group_end(grp);
+        const uint32_t n = static_cast<uint32_t>(e - b);
+        UpdateBuffers buf;
+        buf.theta = AlignedBuffer(4ull * n + 64);
+        buf.m = AlignedBuffer(4ull * n + 64);
+        buf.v = AlignedBuffer(4ull * n + 64);
+        buf.grad = AlignedBuffer(2ull * n + 64);
+        buf.out16 = AlignedBuffer(2ull * n + 64);
+        buf.status = AlignedBuffer(64);
+        std::memcpy(buf.theta.data(), th0.data() + b, 4ull * n);
+        for (uint32_t i = 0; i < n; ++i) {
+          buf.grad.as<uint16_t>()[i] = static_cast<uint16_t>(
+              SyntheticGradientBits(c.seed, 1, b + i, DType::kFp16, c.loss_scale));
+        }
+        GradSpec gs;
+        gs.grad = DType::kFp16;
+        gs.out = DType::kFp16;
+        gs.loss_scale = 32.0;
+        ASSERT_EQ(RunUpdate(buf, n, 0, MakeLaunch(grp == 0 ? h0 : h1, gs, 1)), 0u);
+        for (uint32_t i = 0; i < n; ++i) {
+          ASSERT_EQ(th1[b + i], buf.theta.as<uint32_t>()[i])
+              << "group " << grp << " element " << i << " theta0=0x" << std::hex << th0[b + i];
+        }
+      }
+    }
+  }
+  for (unsigned d = 0; d < 2; ++d)
+    for (unsigned v = 0; v < smart.vars().size(); ++v)
+      for (uint32_t j = 0; j < smart.Subgroups(d).size(); ++j)
+        ASSERT_EQ(smart.checksum(d, v, j), base.checksum(d, v, j)) << d << " " << v << " " << j;
+  EXPECT_TRUE(sa.weights16().SameBytes(sb.weights16()));
+  // Hyper-parameters for the wrong number of groups, or another optimizer, are refused.
+  StepOptions bad;
+  bad.group_hyper = {g0};
+  EXPECT_THROW(sa.Step(GradientSet::Synthetic(smart, 4, 0.0), bad), std::invalid_argument);
+  bad.group_hyper = {g0, OptimizerConfig::Defaults(Optimizer::kLion)};
+  EXPECT_THROW(sa.Step(GradientSet::Synthetic(smart, 4, 0.0), bad), std::invalid_argument);
+  EXPECT_EQ(smart.step(), 3);
+}
+
+}  // namespace
+}  // namespace csdkit
