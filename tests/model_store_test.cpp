@@ -5,6 +5,7 @@
 // SmartUpdate = baseline on such stores, and the hyper-parameters each committed step used.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -241,6 +242,83 @@ TEST(ModelStore, PerGroupHyperParametersEqualTheKernelPerGroup) {
   bad.group_hyper = {g0, OptimizerConfig::Defaults(Optimizer::kLion)};
   EXPECT_THROW(sa.Step(GradientSet::Synthetic(smart, 4, 0.0), bad), std::invalid_argument);
   EXPECT_EQ(smart.step(), 3);
+}
+
+TEST(ModelStore, TrainerGradientsInWeightsOut) {
+  const ParamLayout l = TwoGroups();
+  const uint64_t packed = 70001 + 333 + 90000;
+  std::vector<float> w(packed);
+  SplitMix64 r{9};
+  for (float& x : w) x = r.Uniform(-1, 1);
+  StoreConfig c = AdamW(2);
+  c.grad = DType::kFp32;
+  c.out = DType::kFp32;
+  c.loss_scale = 1.0;
+  Store a = Store::CreateForModel(TestDir("model_grads_a"), c, l, {c.hyper, c.hyper}, w.data(),
+                                  DType::kFp32);
+  Store b = Store::CreateForModel(TestDir("model_grads_b"), c, l, {c.hyper, c.hyper}, w.data(),
+                                  DType::kFp32);
+  // The trainer's gradients: per-tensor buffers, and the same values back to back.
+  std::vector<std::vector<float>> per(l.tensors().size());
+  std::vector<float> flat;
+  double sum = 0;
+  for (size_t t = 0; t < per.size(); ++t) {
+    per[t].resize(l.tensors()[t].numel);
+    for (float& x : per[t]) {
+      x = r.Uniform(-2, 2);
+      sum += static_cast<double>(x) * x;
+    }
+    flat.insert(flat.end(), per[t].begin(), per[t].end());
+  }
+  std::vector<const void*> ptrs;
+  for (const auto& v : per) ptrs.push_back(v.data());
+  double na = 0, nb = 0;
+  const GradientSet ga = GradientSet::Gather(a, ptrs, &na);
+  const GradientSet gb = GradientSet::FromFlat(b, flat.data(), &nb);
+  EXPECT_EQ(na, std::sqrt(sum));
+  EXPECT_EQ(nb, na);
+  EXPECT_TRUE(ga.dense().SameBytes(gb.dense()));
+  for (uint64_t i = l.group_end(0); i < l.group_begin(1); ++i) {
+    ASSERT_EQ(ga.dense().as<uint32_t>()[i], 0u) << "padding element " << i;
+  }
+  DeviceSpec spec;
+  spec.count = 2;
+  DeviceSet da(spec), db(spec);
+  Scheduler sa(a, da), sb(b, db);
+  // found_inf skips the step: nothing moves, nothing is committed.
+  StepOptions skip;
+  skip.found_inf = true;
+  const StepReport rs = sa.Step(ga, skip);
+  EXPECT_TRUE(rs.skipped);
+  EXPECT_EQ(a.step(), 0);
+  EXPECT_EQ(da.bytes().Shared(), 0u);
+  // Clipping with the gathered norm, fp32 weights back over the shared link.
+  StepOptions o;
+  o.clip_coef = std::min(1.0, 1.0 / (na + 1e-6));
+  o.fp32_weights_out = true;
+  const StepReport ra = sa.Step(ga, o);
+  EXPECT_EQ(ra.bytes[Link::kDeviceToHost], 4 * a.config().params + 64ull * a.AllSubgroups().size());
+  o.mode = UpdateMode::kBaseline;
+  sb.Step(gb, o);
+  ASSERT_EQ(a.step(), 1);
+  EXPECT_TRUE(sa.weights32().SameBytes(sb.weights32()));
+  std::vector<std::vector<float>> out(per.size());
+  std::vector<void*> dst;
+  for (size_t t = 0; t < per.size(); ++t) {
+    out[t].assign(l.tensors()[t].numel, -7.0f);
+    dst.push_back(out[t].data());
+  }
+  sa.CopyWeightsOut(dst);
+  const std::vector<uint32_t> th = ReadTheta(a);
+  for (size_t t = 0; t < per.size(); ++t) {
+    for (uint64_t i = 0; i < l.tensors()[t].numel; ++i) {
+      uint32_t got;
+      std::memcpy(&got, &out[t][i], 4);
+      ASSERT_EQ(got, th[l.offset(t) + i]) << l.tensors()[t].name << " element " << i;
+    }
+  }
+  EXPECT_THROW(sa.CopyWeightsOut({dst[0]}), std::invalid_argument);
+  EXPECT_THROW(GradientSet::Gather(a, {ptrs[0], nullptr, ptrs[2]}), std::invalid_argument);
 }
 
 }  // namespace

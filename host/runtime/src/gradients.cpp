@@ -1,9 +1,14 @@
 #include "csdkit/runtime/gradients.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 #include <thread>
 
+#include "csdkit/hls/bits.h"
+#include "csdkit/hls/fp16.h"
 #include "csdkit/runtime/synthetic.h"
 
 namespace csdkit {
@@ -58,6 +63,68 @@ GradientSet GradientSet::Synthetic(const Store& store, int64_t step, double topk
     g.dense_ = std::move(dense);
   }
   return g;
+}
+
+GradientSet GradientSet::Gather(const Store& store, const std::vector<const void*>& grads,
+                                double* l2norm) {
+  const ParamLayout* l = store.layout();
+  if (l == nullptr) {
+    throw std::invalid_argument("gradients: expected a store created for a model (with a "
+                                "parameter layout), found '" + store.dir() + "' without one");
+  }
+  if (grads.size() != l->tensors().size()) {
+    throw std::invalid_argument("gradients: expected one pointer per tensor of the layout (" +
+                                std::to_string(l->tensors().size()) + "), found " +
+                                std::to_string(grads.size()));
+  }
+  for (size_t t = 0; t < grads.size(); ++t) {
+    if (grads[t] == nullptr) {
+      throw std::invalid_argument("gradients: tensor " + std::to_string(t) + " '" +
+                                  l->tensors()[t].name + "': expected its gradient, found none");
+    }
+  }
+  const StoreConfig& c = store.config();
+  GradientSet g;
+  g.dtype_ = c.grad;
+  g.params_ = c.params;
+  const unsigned eb = DTypeBytes(c.grad);
+  g.dense_ = AlignedBuffer(c.params * eb);  // zero: the padding between groups
+  double sum = 0.0;
+  for (size_t t = 0; t < grads.size(); ++t) {
+    const uint64_t n = l->tensors()[t].numel;
+    uint8_t* dst = g.dense_.data() + l->offset(t) * eb;
+    std::memcpy(dst, grads[t], n * eb);
+    if (l2norm == nullptr) continue;
+    // The norm over what was just copied (still in cache).
+    for (uint64_t i = 0; i < n; ++i) {
+      double x;
+      if (eb == 4) {
+        float f;
+        std::memcpy(&f, dst + 4 * i, 4);
+        x = f;
+      } else {
+        uint16_t h;
+        std::memcpy(&h, dst + 2 * i, 2);
+        x = hls::U2F(c.grad == DType::kFp16 ? hls::F16ToF32(h) : hls::Bf16ToF32(h));
+      }
+      sum += x * x;
+    }
+  }
+  if (l2norm != nullptr) *l2norm = std::sqrt(sum);
+  return g;
+}
+
+GradientSet GradientSet::FromFlat(const Store& store, const void* flat, double* l2norm) {
+  const ParamLayout* l = store.layout();
+  if (l == nullptr) return Gather(store, {}, l2norm);  // throws the message for a plain store
+  if (flat == nullptr) throw std::invalid_argument("gradients: expected a buffer, found none");
+  std::vector<const void*> ptrs;
+  const auto* p = static_cast<const uint8_t*>(flat);
+  for (const TensorSpec& t : l->tensors()) {
+    ptrs.push_back(p);
+    p += t.numel * DTypeBytes(store.config().grad);
+  }
+  return Gather(store, ptrs, l2norm);
 }
 
 bool GradientSet::AllFinite(std::string* where) const {

@@ -186,6 +186,9 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       if (c.out != DType::kFp32 && do_io) {
         dev.DeviceToHost(*bufs.b.out16, 0, weights16_.data() + (shard_base + sg.begin) * 2,
                          2ull * sg.n, &vc);
+      } else if (o.fp32_weights_out && do_io) {
+        dev.DeviceToHost(*bufs.b.theta, 0, weights32_.data() + (shard_base + sg.begin) * 4,
+                         4ull * sg.n, &vc);
       }
       // New checksums (device-side), then the deferred write-backs into the other slot.
       for (unsigned v = 0; v < bufs.state.size(); ++v) {
@@ -284,6 +287,8 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<si
     }
     if (c.out != DType::kFp32) {
       std::memcpy(weights16_.data() + (shard_base + sg.begin) * 2, hb.out16.data(), 2ull * sg.n);
+    } else if (o.fp32_weights_out) {
+      std::memcpy(weights32_.data() + (shard_base + sg.begin) * 4, hb.theta.data(), 4ull * sg.n);
     }
     std::vector<aio::IoTicket> writes;
     for (unsigned v = 0; v < nv; ++v) {
@@ -312,6 +317,12 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
                                 " (the store's), found " + DTypeName(grads.dtype()));
   }
   std::string where;
+  if (o.found_inf) {
+    rep.skipped = true;
+    rep.skip_reason = "found_inf: the trainer found a non-finite gradient; step skipped, nothing "
+                      "read, written or committed";
+    return rep;
+  }
   if (!grads.AllFinite(&where)) {
     rep.skipped = true;
     rep.skip_reason = "loss-scale overflow: non-finite " + where + "; step skipped, nothing "
@@ -352,6 +363,9 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
     }
   }
 
+  if (o.fp32_weights_out && c.out == DType::kFp32 && weights32_.size() == 0) {
+    weights32_ = AlignedBuffer(c.params * 4);
+  }
   const LinkBytes before = devices_.bytes();
   devices_.ResetVirtualTime();
   Store::Checksums crcs = store_.EmptyChecksums();
@@ -414,7 +428,10 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   }
   for (auto& t : ts) t.join();
   if (err) std::rethrow_exception(err);
-  if (o.phases == StepPhases::kAll) store_.Commit(crcs, &used);
+  if (o.phases == StepPhases::kAll) {
+    store_.Commit(crcs, &used);
+    have_weights_ = c.out != DType::kFp32 || o.fp32_weights_out;
+  }
   if (o.phases == StepPhases::kIoOnly) store_.SyncNextSlot();  // durability is part of the I/O
   rep.seconds = Since(t0);
   rep.bytes = devices_.bytes() - before;
@@ -424,6 +441,33 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
     rep.virtual_seconds = 0;
   }
   return rep;
+}
+
+void Scheduler::CopyWeightsOut(const std::vector<void*>& dst) const {
+  const ParamLayout* l = store_.layout();
+  if (l == nullptr) {
+    throw std::invalid_argument("weights out: expected a store created for a model, found '" +
+                                store_.dir() + "' without a parameter layout");
+  }
+  if (dst.size() != l->tensors().size()) {
+    throw std::invalid_argument("weights out: expected one destination per tensor (" +
+                                std::to_string(l->tensors().size()) + "), found " +
+                                std::to_string(dst.size()));
+  }
+  if (!have_weights_) {
+    throw std::logic_error("weights out: no step has produced weights yet (a store without a "
+                           "low-precision copy needs StepOptions::fp32_weights_out)");
+  }
+  const bool low = store_.config().out != DType::kFp32;
+  const unsigned eb = low ? 2 : 4;
+  const AlignedBuffer& src = low ? weights16_ : weights32_;
+  for (size_t t = 0; t < dst.size(); ++t) {
+    if (dst[t] == nullptr) {
+      throw std::invalid_argument("weights out: tensor " + std::to_string(t) + " '" +
+                                  l->tensors()[t].name + "': expected a destination, found none");
+    }
+    std::memcpy(dst[t], src.data() + l->offset(t) * eb, l->tensors()[t].numel * eb);
+  }
 }
 
 }  // namespace csdkit

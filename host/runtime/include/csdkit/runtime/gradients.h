@@ -22,6 +22,16 @@ class GradientSet {
   /// subgroup when topk > 0. `poison` >= 0 puts a +inf at that global element (tests).
   static GradientSet Synthetic(const Store& store, int64_t step, double topk,
                                int64_t poison = -1);
+  /// The dense gradient of a model store from the trainer's memory: `grads[t]` points at tensor
+  /// t's elements (layout order, the store's grad dtype, contiguous). They are gathered once
+  /// into the transfer buffer — the only copy — and, when `l2norm` is given, the L2 norm of the
+  /// gradient as given (double accumulation; inf if any value is not finite) is computed in the
+  /// same pass, for clipping without a second pass. Throws std::invalid_argument for a store
+  /// without a layout, a list of the wrong length or a null pointer.
+  static GradientSet Gather(const Store& store, const std::vector<const void*>& grads,
+                            double* l2norm = nullptr);
+  /// The same from one flat buffer holding the tensors back to back in layout order.
+  static GradientSet FromFlat(const Store& store, const void* flat, double* l2norm = nullptr);
 
   DType dtype() const { return dtype_; }
   bool sparse() const { return sparse_; }

@@ -54,6 +54,12 @@ struct StepOptions {
   double clip_coef = 1.0;    // folded into the unscale factor with the loss scale
   /// This step's loss scale (gradients arrive multiplied by it); empty: the store's.
   std::optional<double> loss_scale;
+  /// The trainer found a non-finite gradient (e.g. GradScaler's found_inf): the step is
+  /// skipped, nothing read, written or committed.
+  bool found_inf = false;
+  /// Stores without a low-precision copy (out fp32): read the updated fp32 weights back to the
+  /// host (over the shared link, counted) into weights32().
+  bool fp32_weights_out = false;
   /// This step's hyper-parameters per param group (LR schedulers change them every step);
   /// empty: those the last committed step used. The optimizer must be the store's.
   std::vector<OptimizerConfig> group_hyper;
@@ -93,6 +99,14 @@ class Scheduler {
   /// The low-precision weights (store's out dtype, P elements) produced by the last step; empty
   /// when the store has no low-precision copy.
   const AlignedBuffer& weights16() const { return weights16_; }
+  /// The fp32 weights (P elements) read back by the last step with fp32_weights_out.
+  const AlignedBuffer& weights32() const { return weights32_; }
+  /// Copies the last step's weights (the low-precision copy, or the fp32 weights) of a model
+  /// store into the trainer's tensors: dst[t] receives tensor t's elements (layout order) in
+  /// the store's out dtype (fp32 when it has no copy). Throws std::invalid_argument for a store
+  /// without a layout, a list of the wrong length or a null pointer, std::logic_error before
+  /// any step produced weights.
+  void CopyWeightsOut(const std::vector<void*>& dst) const;
 
  private:
   struct DevBufs;
@@ -111,6 +125,8 @@ class Scheduler {
   std::vector<std::unique_ptr<DevBufs>> bufs_;  // [device * 2 + worker]
   std::vector<std::unique_ptr<std::mutex>> kernel_mu_;
   AlignedBuffer weights16_;
+  AlignedBuffer weights32_;
+  bool have_weights_ = false;
   std::atomic<bool> abort_{false};
   std::atomic<uint64_t> done_{0};
   uint64_t total_ = 0;
