@@ -5,11 +5,13 @@
 // SmartUpdate = baseline on such stores, and the hyper-parameters each committed step used.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "csdkit/hls/bits.h"
@@ -318,7 +320,73 @@ TEST(ModelStore, TrainerGradientsInWeightsOut) {
     }
   }
   EXPECT_THROW(sa.CopyWeightsOut({dst[0]}), std::invalid_argument);
-  EXPECT_THROW(GradientSet::Gather(a, {ptrs[0], nullptr, ptrs[2]}), std::invalid_argument);
+  EXPECT_THROW(GradientSet::Gather(a, {ptrs[0], ptrs[2]}), std::invalid_argument);
+}
+
+// The committed bytes of variable v for flattened elements [b, e).
+std::string StateBytes(const Store& s, unsigned v, uint64_t b, uint64_t e) {
+  std::string out;
+  for (const Shard& sh : s.shards()) {
+    const uint64_t lo = std::max(b, sh.begin), hi = std::min(e, sh.end);
+    if (lo >= hi) continue;
+    std::ifstream f(s.FilePath(sh.device, v, s.slot()), std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(4 * (lo - sh.begin)));
+    std::string x(4 * (hi - lo), '\0');
+    f.read(x.data(), static_cast<std::streamsize>(x.size()));
+    out += x;
+  }
+  return out;
+}
+
+TEST(ModelStore, TensorsWithoutGradientKeepWeightsAndState) {
+  // ln.weight (333 elements, sharing words with embed.weight) has no gradient in steps 2 and 3,
+  // head.weight none in step 3: they must keep theta, m and v byte for byte, in SmartUpdate and
+  // in the baseline, while their neighbours are updated.
+  const ParamLayout l = TwoGroups();
+  const uint64_t packed = 70001 + 333 + 90000;
+  const std::vector<uint16_t> w = Fp16Weights(packed, 21);
+  const StoreConfig c = AdamW(2);
+  Store a = Store::CreateForModel(TestDir("model_none_a"), c, l, {c.hyper, c.hyper}, w.data(),
+                                  DType::kFp16);
+  Store b = Store::CreateForModel(TestDir("model_none_b"), c, l, {c.hyper, c.hyper}, w.data(),
+                                  DType::kFp16);
+  DeviceSpec spec;
+  spec.count = 2;
+  DeviceSet da(spec), db(spec);
+  Scheduler sa(a, da), sb(b, db);
+  std::vector<std::vector<uint16_t>> per(3);
+  for (size_t t = 0; t < 3; ++t) per[t] = Fp16Weights(l.tensors()[t].numel, 100 + t);
+  auto ranges = [&](size_t t) { return std::pair{l.offset(t), l.offset(t) + l.tensors()[t].numel}; };
+  for (int step = 1; step <= 3; ++step) {
+    std::vector<const void*> ptrs = {per[0].data(), per[1].data(), per[2].data()};
+    if (step >= 2) ptrs[1] = nullptr;
+    if (step == 3) ptrs[2] = nullptr;
+    std::vector<std::string> before[3];
+    for (size_t t = 0; t < 3; ++t)
+      for (unsigned v = 0; v < a.vars().size(); ++v)
+        before[t].push_back(StateBytes(a, v, ranges(t).first, ranges(t).second));
+    StepOptions o;
+    ASSERT_FALSE(sa.Step(GradientSet::Gather(a, ptrs), o).skipped);
+    o.mode = UpdateMode::kBaseline;
+    ASSERT_FALSE(sb.Step(GradientSet::Gather(b, ptrs), o).skipped);
+    for (size_t t = 0; t < 3; ++t) {
+      for (unsigned v = 0; v < a.vars().size(); ++v) {
+        const std::string now = StateBytes(a, v, ranges(t).first, ranges(t).second);
+        if (ptrs[t] == nullptr) {
+          EXPECT_EQ(now, before[t][v]) << "step " << step << ": " << l.tensors()[t].name << " "
+                                       << a.vars()[v] << " changed without a gradient";
+        } else {
+          EXPECT_NE(now, before[t][v]) << "step " << step << ": " << l.tensors()[t].name << " "
+                                       << a.vars()[v] << " was not updated";
+        }
+      }
+    }
+    for (unsigned d = 0; d < 2; ++d)
+      for (unsigned v = 0; v < a.vars().size(); ++v)
+        for (uint32_t j = 0; j < a.Subgroups(d).size(); ++j)
+          ASSERT_EQ(a.checksum(d, v, j), b.checksum(d, v, j)) << "step " << step;
+  }
+  a.Verify();
 }
 
 }  // namespace

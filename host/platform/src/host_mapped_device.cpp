@@ -144,6 +144,17 @@ uint32_t HostMappedDevice::Crc32(const DeviceBuffer& b, uint64_t offset, uint64_
   return csdkit::Crc32(Span(b, offset, len, "device CRC"), len);
 }
 
+void HostMappedDevice::CopyWithin(const DeviceBuffer& src, uint64_t src_offset, DeviceBuffer& dst,
+                                  uint64_t dst_offset, uint64_t len) {
+  const uint8_t* s = Span(src, src_offset, len, "device copy source");
+  uint8_t* d = Span(dst, dst_offset, len, "device copy destination");
+  if (len > 0 && s < d + len && d < s + len) {
+    throw std::invalid_argument("device copy on " + Describe() + ": source and destination "
+                                "overlap");
+  }
+  std::memcpy(d, s, len);
+}
+
 LinkBytes HostMappedDevice::bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return bytes_;

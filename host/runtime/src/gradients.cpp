@@ -77,12 +77,6 @@ GradientSet GradientSet::Gather(const Store& store, const std::vector<const void
                                 std::to_string(l->tensors().size()) + "), found " +
                                 std::to_string(grads.size()));
   }
-  for (size_t t = 0; t < grads.size(); ++t) {
-    if (grads[t] == nullptr) {
-      throw std::invalid_argument("gradients: tensor " + std::to_string(t) + " '" +
-                                  l->tensors()[t].name + "': expected its gradient, found none");
-    }
-  }
   const StoreConfig& c = store.config();
   GradientSet g;
   g.dtype_ = c.grad;
@@ -92,6 +86,10 @@ GradientSet GradientSet::Gather(const Store& store, const std::vector<const void
   double sum = 0.0;
   for (size_t t = 0; t < grads.size(); ++t) {
     const uint64_t n = l->tensors()[t].numel;
+    if (grads[t] == nullptr) {
+      g.frozen_.push_back({l->offset(t), l->offset(t) + n});  // gradient stays zero
+      continue;
+    }
     uint8_t* dst = g.dense_.data() + l->offset(t) * eb;
     std::memcpy(dst, grads[t], n * eb);
     if (l2norm == nullptr) continue;

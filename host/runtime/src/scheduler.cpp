@@ -82,7 +82,27 @@ UpdateFootprint SubgroupFootprint(const StoreConfig& c) {
 struct Scheduler::DevBufs {
   DeviceLaunch b;
   std::vector<DeviceBufferPtr> state;  // theta, m, v in store var order
+  DeviceBufferPtr scratch;             // restores tensors without a gradient (allocated on use)
 };
+
+namespace {
+
+constexpr uint64_t kScratchBytes = 512u << 10;
+
+// The parts of subgroup `sg` (shard at `shard_base`) that belong to tensors without a gradient,
+// as subgroup-relative element ranges.
+std::vector<std::pair<uint32_t, uint32_t>> FrozenIn(const GradientSet& g, uint64_t shard_base,
+                                                    const Subgroup& sg) {
+  std::vector<std::pair<uint32_t, uint32_t>> r;
+  const uint64_t b = shard_base + sg.begin, e = b + sg.n;
+  for (const auto& [fb, fe] : g.frozen()) {
+    const uint64_t lo = std::max(fb, b), hi = std::min(fe, e);
+    if (lo < hi) r.push_back({static_cast<uint32_t>(lo - b), static_cast<uint32_t>(hi - b)});
+  }
+  return r;
+}
+
+}  // namespace
 
 Scheduler::Scheduler(Store& store, DeviceGroup& devices) : store_(store), devices_(devices) {
   if (devices_.size() != store.config().devices) {
@@ -182,6 +202,22 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
                                  DescribeKernelError(status[hls::kStatusError],
                                                      status[hls::kStatusErrorPos]));
       }
+      // Tensors without a gradient keep their weights and state: their elements are read again
+      // from the committed slot (P2P, through a small scratch buffer) over what the kernel wrote.
+      if (do_io && do_compute) {
+        for (const auto& [lo, hi] : FrozenIn(g, shard_base, sg)) {
+          if (!bufs.scratch) bufs.scratch = dev.Alloc(kScratchBytes);
+          const uint64_t want0 = sg.file_offset() + 4ull * lo, want1 = sg.file_offset() + 4ull * hi;
+          for (uint64_t c0 = want0 / 4096 * 4096; c0 < want1; c0 += kScratchBytes) {
+            const uint64_t c1 = std::min(c0 + kScratchBytes, (want1 + 4095) / 4096 * 4096);
+            const uint64_t a = std::max(c0, want0), z = std::min(c1, want1);
+            for (unsigned v = 0; v < bufs.state.size(); ++v) {
+              dev.P2PRead(store_.file(d, v, rs), c0, *bufs.scratch, 0, c1 - c0, &vc).Wait();
+              dev.CopyWithin(*bufs.scratch, a - c0, *bufs.state[v], a - sg.file_offset(), z - a);
+            }
+          }
+        }
+      }
       // The low-precision weights go out first: the next forward pass needs them.
       if (c.out != DType::kFp32 && do_io) {
         dev.DeviceToHost(*bufs.b.out16, 0, weights16_.data() + (shard_base + sg.begin) * 2,
@@ -276,7 +312,21 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<si
                   static_cast<uint64_t>(sg.n) * eb);
     }
     l.SetScalars(sg.n, nnz, k[sg.group]);
+    // Tensors without a gradient keep their weights and state: saved here, put back below.
+    const auto frozen = FrozenIn(g, shard_base, sg);
+    std::vector<std::vector<uint8_t>> saved;
+    for (const auto& [lo, hi] : frozen) {
+      for (unsigned v = 0; v < nv; ++v) {
+        const uint8_t* p = var_buf[v]->data() + 4ull * lo;
+        saved.emplace_back(p, p + 4ull * (hi - lo));
+      }
+    }
     const uint32_t err = InvokeUpdate(l);
+    for (size_t f = 0, k2 = 0; f < frozen.size(); ++f) {
+      for (unsigned v = 0; v < nv; ++v, ++k2) {
+        std::memcpy(var_buf[v]->data() + 4ull * frozen[f].first, saved[k2].data(), saved[k2].size());
+      }
+    }
     const double dt = Since(t1);
     compute += dt;
     vc.now += dt;  // host compute takes real time on the real system too
@@ -431,6 +481,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   if (o.phases == StepPhases::kAll) {
     store_.Commit(crcs, &used);
     have_weights_ = c.out != DType::kFp32 || o.fp32_weights_out;
+    last_frozen_ = grads.frozen();
   }
   if (o.phases == StepPhases::kIoOnly) store_.SyncNextSlot();  // durability is part of the I/O
   rep.seconds = Since(t0);
@@ -466,6 +517,11 @@ void Scheduler::CopyWeightsOut(const std::vector<void*>& dst) const {
       throw std::invalid_argument("weights out: tensor " + std::to_string(t) + " '" +
                                   l->tensors()[t].name + "': expected a destination, found none");
     }
+  }
+  for (size_t t = 0; t < dst.size(); ++t) {
+    // A tensor the last step left unchanged (no gradient) keeps what the trainer holds.
+    const std::pair<uint64_t, uint64_t> range{l->offset(t), l->offset(t) + l->tensors()[t].numel};
+    if (std::find(last_frozen_.begin(), last_frozen_.end(), range) != last_frozen_.end()) continue;
     std::memcpy(dst[t], src.data() + l->offset(t) * eb, l->tensors()[t].numel * eb);
   }
 }

@@ -125,6 +125,11 @@ class Device {
   /// cross any link): how the runtime checksums state it never sees.
   virtual uint32_t Crc32(const DeviceBuffer& b, uint64_t offset, uint64_t len) = 0;
 
+  /// Copies bytes within device memory (a DDR-to-DDR copy on the device: no link is crossed,
+  /// nothing is counted). Ranges are checked (std::out_of_range) and may not overlap.
+  virtual void CopyWithin(const DeviceBuffer& src, uint64_t src_offset, DeviceBuffer& dst,
+                          uint64_t dst_offset, uint64_t len) = 0;
+
   /// Bytes moved per link since construction.
   virtual LinkBytes bytes() const = 0;
 };

@@ -41,6 +41,8 @@ class HostMappedDevice : public Device {
   aio::IoTicket HostWrite(const aio::File& file, uint64_t file_offset, const void* src,
                           uint64_t len, VirtualClock* vc = nullptr) final;
   uint32_t Crc32(const DeviceBuffer& b, uint64_t offset, uint64_t len) final;
+  void CopyWithin(const DeviceBuffer& src, uint64_t src_offset, DeviceBuffer& dst,
+                  uint64_t dst_offset, uint64_t len) final;
   LinkBytes bytes() const final;
 
   /// Storage-engine counters of this device (requests, short transfers, ...).

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "csdkit/platform/aligned_buffer.h"
@@ -23,7 +24,9 @@ class GradientSet {
   static GradientSet Synthetic(const Store& store, int64_t step, double topk,
                                int64_t poison = -1);
   /// The dense gradient of a model store from the trainer's memory: `grads[t]` points at tensor
-  /// t's elements (layout order, the store's grad dtype, contiguous). They are gathered once
+  /// t's elements (layout order, the store's grad dtype, contiguous), or is null when tensor t
+  /// has no gradient this step (PyTorch's `grad is None`: the step leaves its weights and state
+  /// unchanged). They are gathered once
   /// into the transfer buffer — the only copy — and, when `l2norm` is given, the L2 norm of the
   /// gradient as given (double accumulation; inf if any value is not finite) is computed in the
   /// same pass, for clipping without a second pass. Throws std::invalid_argument for a store
@@ -42,6 +45,8 @@ class GradientSet {
   }
   /// False if any value is NaN or infinite; *where names the first one.
   bool AllFinite(std::string* where) const;
+  /// Flattened ranges [begin, end) of the tensors without a gradient this step, ascending.
+  const std::vector<std::pair<uint64_t, uint64_t>>& frozen() const { return frozen_; }
   /// Bytes that cross the shared link for this gradient (dense array or all streams).
   uint64_t TransferBytes() const;
 
@@ -51,6 +56,7 @@ class GradientSet {
   uint64_t params_ = 0;
   AlignedBuffer dense_;
   std::vector<std::vector<SparseGrad>> streams_;
+  std::vector<std::pair<uint64_t, uint64_t>> frozen_;
 };
 
 }  // namespace csdkit

@@ -105,7 +105,8 @@ class Scheduler {
   /// store into the trainer's tensors: dst[t] receives tensor t's elements (layout order) in
   /// the store's out dtype (fp32 when it has no copy). Throws std::invalid_argument for a store
   /// without a layout, a list of the wrong length or a null pointer, std::logic_error before
-  /// any step produced weights.
+  /// any step produced weights. Tensors the last step left unchanged (no gradient) are not
+  /// written: the trainer's copy is already theirs.
   void CopyWeightsOut(const std::vector<void*>& dst) const;
 
  private:
@@ -127,6 +128,7 @@ class Scheduler {
   AlignedBuffer weights16_;
   AlignedBuffer weights32_;
   bool have_weights_ = false;
+  std::vector<std::pair<uint64_t, uint64_t>> last_frozen_;  // tensors the last step left alone
   std::atomic<bool> abort_{false};
   std::atomic<uint64_t> done_{0};
   uint64_t total_ = 0;
