@@ -18,6 +18,7 @@
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/sparse.h"
 #include "csdkit/platform/problem.h"
+#include "csdkit/platform/sparse_codec.h"
 #include "csdkit/platform/splitmix.h"
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/store.h"
@@ -387,6 +388,58 @@ TEST(ModelStore, TensorsWithoutGradientKeepWeightsAndState) {
           ASSERT_EQ(a.checksum(d, v, j), b.checksum(d, v, j)) << "step " << step;
   }
   a.Verify();
+}
+
+TEST(ModelStore, TopKStreamsFromTheTrainer) {
+  // The trainer's own Top-K streams per (device, subgroup) equal compressing the gathered dense
+  // gradient; a malformed stream is refused before anything moves.
+  const ParamLayout l = TwoGroups();
+  const uint64_t packed = 70001 + 333 + 90000;
+  const std::vector<uint16_t> w = Fp16Weights(packed, 31);
+  const StoreConfig c = AdamW(2);
+  Store a = Store::CreateForModel(TestDir("model_topk_a"), c, l, {c.hyper, c.hyper}, w.data(),
+                                  DType::kFp16);
+  Store b = Store::CreateForModel(TestDir("model_topk_b"), c, l, {c.hyper, c.hyper}, w.data(),
+                                  DType::kFp16);
+  const std::vector<uint16_t> grad = Fp16Weights(packed, 32);
+  const GradientSet dense = GradientSet::FromFlat(a, grad.data());
+  const GradientSet ka = dense.TopK(a, 0.01);
+  std::vector<std::vector<SparseGrad>> streams(2);
+  for (unsigned d = 0; d < 2; ++d) {
+    for (const Subgroup& sg : b.Subgroups(d)) {
+      streams[d].push_back(CompressTopK(
+          dense.dense().data() + (b.shards()[d].begin + sg.begin) * 2, DType::kFp16, sg.n, 0.01));
+    }
+  }
+  // A stream with its first two indices swapped is refused, naming device and subgroup.
+  std::vector<std::vector<SparseGrad>> bad(2);
+  for (unsigned d = 0; d < 2; ++d)
+    for (const SparseGrad& x : streams[d]) {
+      SparseGrad y{x.n, x.nnz, x.dtype, x.blk.Clone(), x.idx.Clone(), x.val.Clone()};
+      bad[d].push_back(std::move(y));
+    }
+  std::swap(bad[1][0].idx.as<uint16_t>()[0], bad[1][0].idx.as<uint16_t>()[1]);
+  try {
+    GradientSet::FromStreams(b, std::move(bad));
+    ADD_FAILURE() << "accepted an unsorted stream";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("device 1 subgroup 0"), std::string::npos) << e.what();
+  }
+  const GradientSet kb = GradientSet::FromStreams(b, std::move(streams));
+  DeviceSpec spec;
+  spec.count = 2;
+  DeviceSet da(spec), db(spec);
+  Scheduler sa(a, da), sb(b, db);
+  StepOptions o;
+  const StepReport ra = sa.Step(ka, o);
+  const StepReport rb = sb.Step(kb, o);
+  EXPECT_EQ(ra.bytes[Link::kHostToDevice], ka.TransferBytes());
+  EXPECT_LT(ra.bytes[Link::kHostToDevice], 2 * packed / 10);
+  for (unsigned d = 0; d < 2; ++d)
+    for (unsigned v = 0; v < a.vars().size(); ++v)
+      for (uint32_t j = 0; j < a.Subgroups(d).size(); ++j)
+        ASSERT_EQ(a.checksum(d, v, j), b.checksum(d, v, j));
+  EXPECT_TRUE(sa.weights16().SameBytes(sb.weights16()));
 }
 
 }  // namespace

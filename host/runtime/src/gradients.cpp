@@ -125,6 +125,67 @@ GradientSet GradientSet::FromFlat(const Store& store, const void* flat, double* 
   return Gather(store, ptrs, l2norm);
 }
 
+GradientSet GradientSet::FromStreams(const Store& store,
+                                     std::vector<std::vector<SparseGrad>> streams) {
+  const StoreConfig& c = store.config();
+  if (streams.size() != c.devices) {
+    throw std::invalid_argument("sparse gradients: expected streams for " +
+                                std::to_string(c.devices) + " devices, found " +
+                                std::to_string(streams.size()));
+  }
+  for (unsigned d = 0; d < c.devices; ++d) {
+    const std::vector<Subgroup> sgs = store.Subgroups(d);
+    if (streams[d].size() != sgs.size()) {
+      throw std::invalid_argument("sparse gradients of device " + std::to_string(d) +
+                                  ": expected one stream per subgroup (" +
+                                  std::to_string(sgs.size()) + "), found " +
+                                  std::to_string(streams[d].size()));
+    }
+    for (size_t j = 0; j < sgs.size(); ++j) {
+      const SparseGrad& sg = streams[d][j];
+      const std::string where =
+          "sparse gradient of device " + std::to_string(d) + " subgroup " + std::to_string(j);
+      if (sg.n != sgs[j].n) {
+        throw std::invalid_argument(where + ": expected n = " + std::to_string(sgs[j].n) +
+                                    " (the subgroup's size), found " + std::to_string(sg.n));
+      }
+      if (sg.dtype != c.grad) {
+        throw std::invalid_argument(where + ": expected values in " +
+                                    std::string(DTypeName(c.grad)) + " (the store's), found " +
+                                    DTypeName(sg.dtype));
+      }
+      const std::string err = CheckSparse(sg);
+      if (!err.empty()) throw std::invalid_argument(where + ": " + err);
+    }
+  }
+  GradientSet g;
+  g.dtype_ = c.grad;
+  g.params_ = c.params;
+  g.sparse_ = true;
+  g.streams_ = std::move(streams);
+  return g;
+}
+
+GradientSet GradientSet::TopK(const Store& store, double ratio) const {
+  if (sparse_) throw std::invalid_argument("Top-K: the gradient set is already sparse");
+  const StoreConfig& c = store.config();
+  const unsigned eb = DTypeBytes(dtype_);
+  GradientSet g;
+  g.dtype_ = dtype_;
+  g.params_ = params_;
+  g.sparse_ = true;
+  g.frozen_ = frozen_;
+  g.streams_.resize(c.devices);
+  for (unsigned d = 0; d < c.devices; ++d) {
+    const uint64_t base = store.shards()[d].begin;
+    for (const Subgroup& sg : store.Subgroups(d)) {
+      g.streams_[d].push_back(
+          CompressTopK(dense_.data() + (base + sg.begin) * eb, dtype_, sg.n, ratio));
+    }
+  }
+  return g;
+}
+
 bool GradientSet::AllFinite(std::string* where) const {
   const unsigned eb = DTypeBytes(dtype_);
   auto check = [&](const AlignedBuffer& b, uint64_t count, const std::string& what) {

@@ -35,6 +35,17 @@ class GradientSet {
                             double* l2norm = nullptr);
   /// The same from one flat buffer holding the tensors back to back in layout order.
   static GradientSet FromFlat(const Store& store, const void* flat, double* l2norm = nullptr);
+  /// Top-K gradients from the trainer: `streams[d][j]` is subgroup j of device d in the kit's
+  /// block format (its n the subgroup's size, values in the store's grad dtype), taken over by
+  /// the set. Every stream is validated before any step uses it (sorted, unique, in range, the
+  /// right length: the kernel's own checks); throws std::invalid_argument naming the device,
+  /// the subgroup and the error.
+  static GradientSet FromStreams(const Store& store,
+                                 std::vector<std::vector<SparseGrad>> streams);
+  /// Compresses a dense gradient set per (device, subgroup) with the reference Top-K
+  /// compressor at `ratio` (a non-finite value is always kept). Tensors without a gradient
+  /// stay without one.
+  GradientSet TopK(const Store& store, double ratio) const;
 
   DType dtype() const { return dtype_; }
   bool sparse() const { return sparse_; }
