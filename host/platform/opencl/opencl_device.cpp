@@ -208,6 +208,11 @@ OpenClDevice::OpenClDevice(const OpenClOptions& o)
     if (!f) throw std::runtime_error("cannot read xclbin '" + o.xclbin + "'");
     bin.assign(std::istreambuf_iterator<char>(f), {});
   } else {
+    if (!o.xclbin.empty()) {
+      throw std::runtime_error("OpenCL device " + d.desc + " is not a Xilinx card: expected no "
+                               "--xclbin (this device runs the kernel built from csd_update.cpp "
+                               "as SPIR), found '" + o.xclbin + "'");
+    }
     bin.assign(kCsdUpdateSpir, kCsdUpdateSpir + kCsdUpdateSpirSize);
     options = "-x spir -spir-std=1.2 -cl-fp32-correctly-rounded-divide-sqrt";
   }
