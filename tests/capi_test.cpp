@@ -1,0 +1,553 @@
+// The C API (host/capi, libcsdkit.so): every call's error paths return the documented status
+// with a message naming the argument (per thread and per store); 3 steps through the C API equal
+// the same steps through the C++ API bit for bit (committed CRCs, weights out, exported state);
+// found_inf and non-finite gradients skip a step.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "csdkit/csdkit.h"
+#include "csdkit/hls/bits.h"
+#include "csdkit/hls/fp16.h"
+#include "csdkit/platform/splitmix.h"
+#include "csdkit/runtime/gradients.h"
+#include "csdkit/runtime/scheduler.h"
+#include "csdkit/runtime/store.h"
+#include "csdkit/system/device_set.h"
+
+namespace csdkit {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TestDir(const std::string& name) {
+  const std::string d = std::string(CSDKIT_TEST_DIR) + "/" + name;
+  fs::remove_all(d);
+  fs::create_directories(fs::path(d).parent_path());
+  return d;
+}
+
+// The model of model_store_test: two groups, the second on the next 65536 boundary.
+struct Model {
+  const char* names[3] = {"embed.weight", "ln.weight", "head.weight"};
+  uint64_t numels[3] = {70001, 333, 90000};
+  unsigned groups[3] = {0, 0, 1};
+  csdkit_layout layout{3, names, numels, groups};
+  uint64_t packed() const { return numels[0] + numels[1] + numels[2]; }
+  ParamLayout Cxx() const {
+    return ParamLayout(
+        {{names[0], numels[0], 0}, {names[1], numels[1], 0}, {names[2], numels[2], 1}});
+  }
+};
+
+std::vector<uint16_t> Halves(uint64_t count, uint64_t seed, double range) {
+  std::vector<uint16_t> w(count);
+  SplitMix64 r{seed};
+  for (auto& x : w) x = hls::F32ToF16(hls::F2U(static_cast<float>(r.Uniform(-range, range))));
+  return w;
+}
+
+// Per-tensor views of a packed buffer.
+template <typename T, typename P>
+std::vector<P> Split(T* packed, const Model& m) {
+  std::vector<P> p;
+  uint64_t at = 0;
+  for (uint64_t n : m.numels) {
+    p.push_back(packed + at);
+    at += n;
+  }
+  return p;
+}
+
+std::vector<uint32_t> ReadVar(const Store& s, unsigned var) {
+  std::vector<uint32_t> out;
+  for (const Shard& sh : s.shards()) {
+    std::ifstream f(s.FilePath(sh.device, var, s.slot()), std::ios::binary);
+    std::vector<uint32_t> v(sh.size());
+    f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(4 * sh.size()));
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+csdkit_device_spec Devices(unsigned count) {
+  csdkit_device_spec d;
+  EXPECT_EQ(csdkit_device_spec_init(&d), CSDKIT_OK);
+  d.count = count;
+  return d;
+}
+
+csdkit_store_config Config() {
+  csdkit_store_config c;
+  EXPECT_EQ(csdkit_store_config_init(&c), CSDKIT_OK);
+  c.loss_scale = 64;
+  c.subgroup_elems = 65536;
+  return c;
+}
+
+std::vector<csdkit_hyper> Hyper(csdkit_optimizer o = CSDKIT_ADAMW) {
+  std::vector<csdkit_hyper> h(2);
+  EXPECT_EQ(csdkit_hyper_init(&h[0], o), CSDKIT_OK);
+  EXPECT_EQ(csdkit_hyper_init(&h[1], o), CSDKIT_OK);
+  h[0].lr = 3e-3;
+  h[0].weight_decay = 0.1;
+  h[1].lr = 5e-4;
+  h[1].weight_decay = 0.0;
+  return h;
+}
+
+// A failed call: the status, and a message naming `what` both per thread and (if given) per
+// store.
+#define EXPECT_FAILS(call, status, what, store)                                           \
+  do {                                                                                    \
+    EXPECT_EQ((call), (status)) << #call;                                                 \
+    EXPECT_NE(std::string(csdkit_last_error()).find(what), std::string::npos)             \
+        << #call << ": message '" << csdkit_last_error() << "' does not name " << (what); \
+    if ((store) != nullptr) {                                                             \
+      EXPECT_STREQ(csdkit_store_last_error(store), csdkit_last_error());                  \
+    }                                                                                     \
+  } while (0)
+
+csdkit_store* Create(const std::string& dir, const Model& m, const std::vector<uint16_t>& w,
+                     csdkit_optimizer o = CSDKIT_ADAMW, unsigned devices = 2) {
+  const csdkit_device_spec d = Devices(devices);
+  const csdkit_store_config c = Config();
+  const std::vector<csdkit_hyper> h = Hyper(o);
+  csdkit_store* s = nullptr;
+  EXPECT_EQ(
+      csdkit_store_create(dir.c_str(), &d, &c, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s),
+      CSDKIT_OK)
+      << csdkit_last_error();
+  return s;
+}
+
+TEST(CApi, VersionAndStatusNames) {
+  EXPECT_EQ(csdkit_version(), CSDKIT_VERSION);
+  EXPECT_EQ(CSDKIT_VERSION,
+            CSDKIT_VERSION_MAJOR * 10000 + CSDKIT_VERSION_MINOR * 100 + CSDKIT_VERSION_PATCH);
+  EXPECT_STREQ(csdkit_status_name(CSDKIT_CAPACITY), "CSDKIT_CAPACITY");
+  EXPECT_STREQ(csdkit_status_name(static_cast<csdkit_status>(99)), "unknown status");
+  EXPECT_STREQ(csdkit_store_last_error(nullptr), "");
+  EXPECT_EQ(csdkit_store_close(nullptr), CSDKIT_OK);
+}
+
+TEST(CApi, InitFunctionsRefuseNullAndBadEnums) {
+  EXPECT_FAILS(csdkit_device_spec_init(nullptr), CSDKIT_INVALID_ARGUMENT, "spec", nullptr);
+  EXPECT_FAILS(csdkit_store_config_init(nullptr), CSDKIT_INVALID_ARGUMENT, "config", nullptr);
+  EXPECT_FAILS(csdkit_step_options_init(nullptr), CSDKIT_INVALID_ARGUMENT, "options", nullptr);
+  EXPECT_FAILS(csdkit_hyper_init(nullptr, CSDKIT_SGD), CSDKIT_INVALID_ARGUMENT, "hyper", nullptr);
+  csdkit_hyper h;
+  EXPECT_FAILS(csdkit_hyper_init(&h, static_cast<csdkit_optimizer>(5)), CSDKIT_INVALID_ARGUMENT,
+               "optimizer", nullptr);
+  // Defaults: the C++ ones.
+  ASSERT_EQ(csdkit_hyper_init(&h, CSDKIT_LION), CSDKIT_OK);
+  EXPECT_STREQ(csdkit_last_error(), "");  // a successful call clears the message
+  EXPECT_EQ(h.lr, OptimizerConfig::Defaults(Optimizer::kLion).lr);
+  csdkit_device_spec d;
+  ASSERT_EQ(csdkit_device_spec_init(&d), CSDKIT_OK);
+  EXPECT_EQ(d.device_mem, DeviceSpec().device_mem);
+  EXPECT_EQ(d.count, 1u);
+}
+
+TEST(CApi, CreateRefusesBadArguments) {
+  const Model m;
+  const std::vector<uint16_t> w = Halves(m.packed(), 1, 0.5);
+  const csdkit_device_spec d = Devices(2);
+  const csdkit_store_config c = Config();
+  const std::vector<csdkit_hyper> h = Hyper();
+  const std::string dir = TestDir("create_refusals");
+  const char* p = dir.c_str();
+  csdkit_store* s = reinterpret_cast<csdkit_store*>(&s);  // must be set to NULL on failure
+  const auto I = CSDKIT_INVALID_ARGUMENT;
+  EXPECT_FAILS(
+      csdkit_store_create(p, &d, &c, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, nullptr), I,
+      "out", nullptr);
+  EXPECT_FAILS(
+      csdkit_store_create(nullptr, &d, &c, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s), I,
+      "dir", nullptr);
+  EXPECT_EQ(s, nullptr);
+  EXPECT_FAILS(
+      csdkit_store_create(p, nullptr, &c, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s), I,
+      "devices", nullptr);
+  EXPECT_FAILS(
+      csdkit_store_create(p, &d, nullptr, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s), I,
+      "config", nullptr);
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, nullptr, h.data(), 2, w.data(), CSDKIT_FP16, &s), I,
+               "layout", nullptr);
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, &m.layout, nullptr, 2, w.data(), CSDKIT_FP16, &s), I,
+               "group_hyper", nullptr);
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, &m.layout, h.data(), 1, w.data(), CSDKIT_FP16, &s), I,
+               "n_groups", nullptr);
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, &m.layout, h.data(), 2, nullptr, CSDKIT_FP16, &s), I,
+               "weights", nullptr);
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, &m.layout, h.data(), 2, w.data(),
+                                   static_cast<csdkit_dtype>(3), &s),
+               I, "weight_dtype", nullptr);
+  csdkit_layout bad = m.layout;
+  bad.names = nullptr;
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, &bad, h.data(), 2, w.data(), CSDKIT_FP16, &s), I,
+               "layout->names", nullptr);
+  bad = m.layout;
+  bad.n_tensors = 0;
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, &bad, h.data(), 2, w.data(), CSDKIT_FP16, &s), I,
+               "layout->n_tensors", nullptr);
+  const char* dup[3] = {"a", "a", "b"};
+  bad = m.layout;
+  bad.names = dup;
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, &bad, h.data(), 2, w.data(), CSDKIT_FP16, &s), I,
+               "unique names", nullptr);
+  csdkit_store_config bc = c;
+  bc.out = static_cast<csdkit_dtype>(-1);
+  EXPECT_FAILS(csdkit_store_create(p, &d, &bc, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s),
+               I, "config->out", nullptr);
+  bc = c;
+  bc.loss_scale = -1;
+  EXPECT_FAILS(csdkit_store_create(p, &d, &bc, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s),
+               I, "loss_scale", nullptr);
+  bc = c;
+  bc.subgroup_elems = 1000;
+  EXPECT_FAILS(csdkit_store_create(p, &d, &bc, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s),
+               I, "subgroup", nullptr);
+  csdkit_device_spec bd = d;
+  bd.count = 0;
+  EXPECT_FAILS(csdkit_store_create(p, &bd, &c, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s),
+               I, "devices->count", nullptr);
+  bd = d;
+  bd.backend = static_cast<csdkit_backend>(7);
+  EXPECT_FAILS(csdkit_store_create(p, &bd, &c, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s),
+               I, "devices->backend", nullptr);
+  bd = d;
+  bd.count = 3;  // 4 blocks cannot give 3 devices whole-block shards
+  EXPECT_FAILS(csdkit_store_create(p, &bd, &c, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s),
+               I, "devices", nullptr);
+  std::vector<csdkit_hyper> bh = h;
+  bh[1].optimizer = CSDKIT_LION;
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, &m.layout, bh.data(), 2, w.data(), CSDKIT_FP16, &s),
+               I, "optimizer", nullptr);
+  bh = h;
+  bh[0].beta1 = 1.5;
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, &m.layout, bh.data(), 2, w.data(), CSDKIT_FP16, &s),
+               I, "beta1", nullptr);
+  // A device that cannot be opened: a runtime error.
+  bd = d;
+  bd.backend = CSDKIT_BACKEND_OPENCL;
+  bd.platform = "no such OpenCL platform";
+  EXPECT_FAILS(csdkit_store_create(p, &bd, &c, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s),
+               CSDKIT_RUNTIME, "no such OpenCL platform", nullptr);
+  EXPECT_EQ(s, nullptr);
+  EXPECT_FALSE(fs::exists(dir)) << "a refused create left " << dir;
+  // A store where one exists already.
+  csdkit_store* first = Create(dir, m, w);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(csdkit_store_close(first), CSDKIT_OK);
+  EXPECT_FAILS(csdkit_store_create(p, &d, &c, &m.layout, h.data(), 2, w.data(), CSDKIT_FP16, &s),
+               CSDKIT_STORE_ERROR, "existing store", nullptr);
+  EXPECT_EQ(s, nullptr);
+}
+
+TEST(CApi, OpenRefusesMissingForeignAndOpenStores) {
+  const Model m;
+  const std::vector<uint16_t> w = Halves(m.packed(), 2, 0.5);
+  const std::string dir = TestDir("open_refusals");
+  csdkit_store* a = Create(dir, m, w);
+  ASSERT_NE(a, nullptr);
+  const csdkit_device_spec d = Devices(2);
+  csdkit_store* b = nullptr;
+  // Two opens: the creating handle holds the store.
+  EXPECT_FAILS(csdkit_store_open(dir.c_str(), &d, &m.layout, &b), CSDKIT_STORE_ERROR,
+               "open by another handle", nullptr);
+  EXPECT_EQ(b, nullptr);
+  ASSERT_EQ(csdkit_store_close(a), CSDKIT_OK);
+  ASSERT_EQ(csdkit_store_open(dir.c_str(), &d, &m.layout, &a), CSDKIT_OK) << csdkit_last_error();
+  EXPECT_FAILS(csdkit_store_open(dir.c_str(), &d, &m.layout, &b), CSDKIT_STORE_ERROR,
+               "open by another handle", nullptr);
+  ASSERT_EQ(csdkit_store_close(a), CSDKIT_OK);
+  // Another model: one element more in the head.
+  Model other;
+  other.numels[2] = 90001;
+  EXPECT_FAILS(csdkit_store_open(dir.c_str(), &d, &other.layout, &b), CSDKIT_STORE_ERROR,
+               "another model", nullptr);
+  EXPECT_FAILS(csdkit_store_open((dir + "-missing").c_str(), &d, &m.layout, &b), CSDKIT_STORE_ERROR,
+               "-missing", nullptr);
+  const csdkit_device_spec d3 = Devices(3);
+  EXPECT_FAILS(csdkit_store_open(dir.c_str(), &d3, &m.layout, &b), CSDKIT_INVALID_ARGUMENT,
+               "devices->count", nullptr);
+  EXPECT_FAILS(csdkit_store_open(nullptr, &d, &m.layout, &b), CSDKIT_INVALID_ARGUMENT, "dir",
+               nullptr);
+  EXPECT_FAILS(csdkit_store_open(dir.c_str(), nullptr, &m.layout, &b), CSDKIT_INVALID_ARGUMENT,
+               "devices", nullptr);
+  EXPECT_FAILS(csdkit_store_open(dir.c_str(), &d, nullptr, &b), CSDKIT_INVALID_ARGUMENT, "layout",
+               nullptr);
+  EXPECT_FAILS(csdkit_store_open(dir.c_str(), &d, &m.layout, nullptr), CSDKIT_INVALID_ARGUMENT,
+               "out", nullptr);
+  EXPECT_EQ(b, nullptr);
+  // The refusals left the store usable.
+  ASSERT_EQ(csdkit_store_open(dir.c_str(), &d, &m.layout, &b), CSDKIT_OK) << csdkit_last_error();
+  csdkit_store_info info;
+  ASSERT_EQ(csdkit_store_info_get(b, &info), CSDKIT_OK);
+  EXPECT_EQ(info.devices, 2u);
+  EXPECT_EQ(info.n_tensors, 3u);
+  EXPECT_EQ(info.n_groups, 2u);
+  EXPECT_EQ(info.params, m.Cxx().total());
+  EXPECT_EQ(info.optimizer, CSDKIT_ADAMW);
+  EXPECT_EQ(info.grad, CSDKIT_FP16);
+  EXPECT_EQ(info.out, CSDKIT_FP16);
+  EXPECT_EQ(info.step, 0);
+  EXPECT_EQ(csdkit_store_close(b), CSDKIT_OK);
+}
+
+TEST(CApi, CallsOnAStoreRefuseBadArguments) {
+  const Model m;
+  const std::vector<uint16_t> w = Halves(m.packed(), 3, 0.5);
+  std::vector<uint16_t> g = Halves(m.packed(), 4, 8.0);
+  std::vector<const void*> gp = Split<const uint16_t, const void*>(g.data(), m);
+  std::vector<uint16_t> out(m.packed());
+  std::vector<void*> op = Split<uint16_t, void*>(out.data(), m);
+  std::vector<float> th(m.packed());
+  std::vector<float*> tp = Split<float, float*>(th.data(), m);
+  csdkit_store* s = Create(TestDir("call_refusals"), m, w);
+  ASSERT_NE(s, nullptr);
+  const auto I = CSDKIT_INVALID_ARGUMENT;
+  int64_t step = -1;
+  csdkit_store_info info;
+  // A NULL handle.
+  EXPECT_FAILS(csdkit_step(nullptr, gp.data(), 3, nullptr, nullptr, nullptr), I, "store", nullptr);
+  EXPECT_FAILS(csdkit_weights_out(nullptr, op.data(), 3), I, "store", nullptr);
+  EXPECT_FAILS(csdkit_state_export(nullptr, CSDKIT_STATE_THETA, tp.data(), 3), I, "store", nullptr);
+  EXPECT_FAILS(csdkit_store_step(nullptr, &step), I, "store", nullptr);
+  EXPECT_FAILS(csdkit_store_info_get(nullptr, &info), I, "store", nullptr);
+  // NULL pointers, wrong counts.
+  EXPECT_FAILS(csdkit_store_step(s, nullptr), I, "step", s);
+  EXPECT_FAILS(csdkit_store_info_get(s, nullptr), I, "info", s);
+  EXPECT_FAILS(csdkit_step(s, nullptr, 3, nullptr, nullptr, nullptr), I, "grads", s);
+  EXPECT_FAILS(csdkit_step(s, gp.data(), 2, nullptr, nullptr, nullptr), I, "n_tensors", s);
+  std::vector<const void*> gnull = gp;
+  gnull[1] = nullptr;
+  EXPECT_FAILS(csdkit_step(s, gnull.data(), 3, nullptr, nullptr, nullptr), I, "grads[1]", s);
+  EXPECT_FAILS(csdkit_weights_out(s, nullptr, 3), I, "dst", s);
+  EXPECT_FAILS(csdkit_weights_out(s, op.data(), 4), I, "n_tensors", s);
+  EXPECT_FAILS(csdkit_state_export(s, CSDKIT_STATE_THETA, nullptr, 3), I, "dst", s);
+  EXPECT_FAILS(csdkit_state_export(s, CSDKIT_STATE_THETA, tp.data(), 1), I, "n_tensors", s);
+  EXPECT_FAILS(csdkit_state_export(s, static_cast<csdkit_state_var>(3), tp.data(), 3), I, "var", s);
+  // Options out of range.
+  csdkit_step_options o;
+  const auto bad_option = [&](auto change, const char* what) {
+    ASSERT_EQ(csdkit_step_options_init(&o), CSDKIT_OK);
+    change();
+    EXPECT_FAILS(csdkit_step(s, gp.data(), 3, &o, nullptr, nullptr), I, what, s);
+  };
+  bad_option([&] { o.mode = static_cast<csdkit_mode>(2); }, "options->mode");
+  bad_option([&] { o.loss_scale = -2; }, "options->loss_scale");
+  bad_option([&] { o.clip_coef = 0; }, "options->clip_coef");
+  bad_option([&] { o.max_norm = NAN; }, "options->max_norm");
+  bad_option([&] { o.max_norm = 1, o.clip_coef = 0.5; }, "at most one");
+  std::vector<csdkit_hyper> h = Hyper();
+  bad_option([&] { o.group_hyper = h.data(), o.n_group_hyper = 1; }, "options->n_group_hyper");
+  bad_option([&] { o.group_hyper = h.data(); }, "options->n_group_hyper");
+  bad_option([&] { o.n_group_hyper = 2; }, "options->group_hyper");
+  h[1].optimizer = CSDKIT_SGD;
+  bad_option([&] { o.group_hyper = h.data(), o.n_group_hyper = 2; }, "optimizer");
+  // Weights before any step.
+  EXPECT_FAILS(csdkit_weights_out(s, op.data(), 3), CSDKIT_BAD_STATE, "weights", s);
+  // Nothing was committed; a good call clears the store's message.
+  ASSERT_EQ(csdkit_store_step(s, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 0);
+  EXPECT_STREQ(csdkit_store_last_error(s), "");
+  ASSERT_EQ(csdkit_step(s, gp.data(), 3, nullptr, nullptr, nullptr), CSDKIT_OK)
+      << csdkit_last_error();
+  ASSERT_EQ(csdkit_weights_out(s, op.data(), 3), CSDKIT_OK);
+  EXPECT_EQ(csdkit_store_close(s), CSDKIT_OK);
+
+  // A variable the optimizer does not keep: SGD without momentum has theta only.
+  csdkit_store* sgd = nullptr;
+  {
+    const csdkit_device_spec d = Devices(2);
+    const csdkit_store_config c = Config();
+    std::vector<csdkit_hyper> hs = Hyper(CSDKIT_SGD);
+    hs[0].momentum = hs[1].momentum = 0;
+    ASSERT_EQ(csdkit_store_create(TestDir("call_refusals_sgd").c_str(), &d, &c, &m.layout,
+                                  hs.data(), 2, w.data(), CSDKIT_FP16, &sgd),
+              CSDKIT_OK)
+        << csdkit_last_error();
+  }
+  EXPECT_FAILS(csdkit_state_export(sgd, CSDKIT_STATE_M, tp.data(), 3), I, "keeps no 'm'", sgd);
+  EXPECT_EQ(csdkit_state_export(sgd, CSDKIT_STATE_THETA, tp.data(), 3), CSDKIT_OK);
+  EXPECT_EQ(csdkit_store_close(sgd), CSDKIT_OK);
+}
+
+TEST(CApi, DeviceMemoryTooSmallIsACapacityError) {
+  const Model m;
+  const std::vector<uint16_t> w = Halves(m.packed(), 5, 0.5);
+  const std::vector<uint16_t> g = Halves(m.packed(), 6, 8.0);
+  const std::vector<const void*> gp = Split<const uint16_t, const void*>(g.data(), m);
+  const std::string dir = TestDir("capacity");
+  ASSERT_EQ(csdkit_store_close(Create(dir, m, w)), CSDKIT_OK);
+  csdkit_device_spec d = Devices(2);
+  d.device_mem = 1 << 20;  // two workers' buffers for 65536-element subgroups need more
+  csdkit_store* s = nullptr;
+  ASSERT_EQ(csdkit_store_open(dir.c_str(), &d, &m.layout, &s), CSDKIT_OK) << csdkit_last_error();
+  EXPECT_FAILS(csdkit_step(s, gp.data(), 3, nullptr, nullptr, nullptr), CSDKIT_CAPACITY, "", s);
+  EXPECT_NE(std::string(csdkit_store_last_error(s)), "");
+  int64_t step = -1;
+  ASSERT_EQ(csdkit_store_step(s, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 0);
+  EXPECT_EQ(csdkit_store_close(s), CSDKIT_OK);
+}
+
+TEST(CApi, ThreeStepsEqualTheCxxApiBitForBit) {
+  const Model m;
+  const ParamLayout l = m.Cxx();
+  const std::vector<uint16_t> w = Halves(m.packed(), 7, 0.5);
+  const std::string cdir = TestDir("equal_c"), xdir = TestDir("equal_cxx");
+  csdkit_store* cs = Create(cdir, m, w);
+  ASSERT_NE(cs, nullptr);
+
+  StoreConfig c;
+  c.devices = 2;
+  c.hyper = OptimizerConfig::Defaults(Optimizer::kAdamW);
+  c.grad = DType::kFp16;
+  c.out = DType::kFp16;
+  c.loss_scale = 64;
+  c.subgroup_elems = 65536;
+  const std::vector<csdkit_hyper> h = Hyper();
+  std::vector<OptimizerConfig> gh(2, c.hyper);
+  for (unsigned k = 0; k < 2; ++k) {
+    gh[k].lr = h[k].lr;
+    gh[k].weight_decay = h[k].weight_decay;
+  }
+  Store xs = Store::CreateForModel(xdir, c, l, gh, w.data(), DType::kFp16);
+  DeviceSpec spec;
+  spec.count = 2;
+  DeviceSet xd(spec);
+  Scheduler xsched(xs, xd);
+
+  std::vector<uint16_t> cout(m.packed()), xout(m.packed());
+  for (int t = 1; t <= 3; ++t) {
+    const std::vector<uint16_t> g = Halves(m.packed(), 100 + t, 8.0);
+    const std::vector<const void*> gp = Split<const uint16_t, const void*>(g.data(), m);
+    // Per-group learning rates that change every step; step 2 clips to a global norm, step 3
+    // runs the baseline in the C API and SmartUpdate in C++ (bit-identical by contract).
+    std::vector<csdkit_hyper> now = h;
+    now[0].lr *= 1.0 - 0.1 * t;
+    now[1].lr *= 1.0 - 0.2 * t;
+    csdkit_step_options o;
+    ASSERT_EQ(csdkit_step_options_init(&o), CSDKIT_OK);
+    o.group_hyper = now.data();
+    o.n_group_hyper = 2;
+    o.loss_scale = 32;
+    if (t == 2) o.max_norm = 0.5;
+    if (t == 3) o.mode = CSDKIT_MODE_BASELINE;
+    double cnorm = -1;
+    csdkit_step_report r;
+    ASSERT_EQ(csdkit_step(cs, gp.data(), 3, &o, &cnorm, &r), CSDKIT_OK) << csdkit_last_error();
+    EXPECT_EQ(r.step, t);
+    EXPECT_EQ(r.skipped, 0);
+    EXPECT_STREQ(r.skip_reason, "");
+    EXPECT_GT(r.subgroups, 0u);
+
+    StepOptions xo;
+    xo.group_hyper = gh;
+    xo.group_hyper[0].lr = now[0].lr;
+    xo.group_hyper[1].lr = now[1].lr;
+    xo.loss_scale = 32.0;
+    double xnorm = 0;
+    const GradientSet xg =
+        GradientSet::Gather(xs, std::vector<const void*>(gp.begin(), gp.end()), &xnorm);
+    EXPECT_EQ(cnorm, xnorm);
+    if (t == 2) {
+      xo.clip_coef = std::min(1.0, 0.5 / (xnorm / 32.0 + 1e-6));
+      EXPECT_LT(xo.clip_coef, 1.0) << "the test should clip";
+    }
+    const StepReport xr = xsched.Step(xg, xo);
+    ASSERT_FALSE(xr.skipped);
+    if (t != 3) {
+      EXPECT_EQ(r.shared_link_bytes, xr.bytes.Shared());
+      for (unsigned k = 0; k < CSDKIT_NUM_LINKS; ++k) EXPECT_EQ(r.link_bytes[k], xr.bytes.bytes[k]);
+    }
+    ASSERT_EQ(csdkit_weights_out(cs, Split<uint16_t, void*>(cout.data(), m).data(), 3), CSDKIT_OK);
+    xsched.CopyWeightsOut(Split<uint16_t, void*>(xout.data(), m));
+    ASSERT_EQ(cout, xout) << "weights out of step " << t;
+  }
+
+  // The exported state is the committed state, tensor by tensor.
+  std::vector<float> e(m.packed());
+  for (unsigned v = 0; v < 3; ++v) {
+    ASSERT_EQ(csdkit_state_export(cs, static_cast<csdkit_state_var>(v),
+                                  Split<float, float*>(e.data(), m).data(), 3),
+              CSDKIT_OK)
+        << csdkit_last_error();
+    const std::vector<uint32_t> x = ReadVar(xs, v);
+    uint64_t k = 0;
+    for (size_t t = 0; t < 3; ++t) {
+      for (uint64_t i = 0; i < m.numels[t]; ++i, ++k) {
+        uint32_t got;
+        std::memcpy(&got, &e[k], 4);
+        ASSERT_EQ(got, x[l.offset(t) + i])
+            << xs.vars()[v] << " " << m.names[t] << "[" << i << "] GOT=0x" << std::hex << got
+            << " EXP=0x" << x[l.offset(t) + i];
+      }
+    }
+  }
+  int64_t step = 0;
+  ASSERT_EQ(csdkit_store_step(cs, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 3);
+  ASSERT_EQ(csdkit_store_close(cs), CSDKIT_OK);
+  // The committed CRCs and hyper-parameters are the C++ run's.
+  const Store back = Store::Open(cdir, l);
+  EXPECT_EQ(back.step(), 3);
+  for (unsigned d = 0; d < 2; ++d) {
+    for (unsigned v = 0; v < back.vars().size(); ++v) {
+      for (uint32_t j = 0; j < back.Subgroups(d).size(); ++j) {
+        ASSERT_EQ(back.checksum(d, v, j), xs.checksum(d, v, j)) << d << " " << v << " " << j;
+      }
+    }
+  }
+  for (unsigned k = 0; k < 2; ++k) EXPECT_EQ(back.group_hyper()[k].lr, xs.group_hyper()[k].lr);
+}
+
+TEST(CApi, FoundInfAndNonFiniteGradientsSkip) {
+  const Model m;
+  const std::vector<uint16_t> w = Halves(m.packed(), 8, 0.5);
+  std::vector<uint16_t> g = Halves(m.packed(), 9, 8.0);
+  const std::vector<const void*> gp = Split<const uint16_t, const void*>(g.data(), m);
+  csdkit_store* s = Create(TestDir("skips"), m, w);
+  ASSERT_NE(s, nullptr);
+  csdkit_step_options o;
+  ASSERT_EQ(csdkit_step_options_init(&o), CSDKIT_OK);
+  o.found_inf = 1;
+  csdkit_step_report r;
+  ASSERT_EQ(csdkit_step(s, gp.data(), 3, &o, nullptr, &r), CSDKIT_OK) << csdkit_last_error();
+  EXPECT_EQ(r.skipped, 1);
+  EXPECT_EQ(r.step, 1);
+  EXPECT_NE(std::string(r.skip_reason).find("found_inf"), std::string::npos) << r.skip_reason;
+  EXPECT_EQ(r.shared_link_bytes, 0u);
+  int64_t step = -1;
+  ASSERT_EQ(csdkit_store_step(s, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 0);
+  // An infinity in the head's gradient (a loss-scale overflow): skipped, norm +inf.
+  g[m.numels[0] + m.numels[1] + 17] = 0x7c00;
+  double norm = 0;
+  ASSERT_EQ(csdkit_step(s, gp.data(), 3, nullptr, &norm, &r), CSDKIT_OK) << csdkit_last_error();
+  EXPECT_EQ(r.skipped, 1);
+  EXPECT_TRUE(std::isinf(norm));
+  EXPECT_NE(std::string(r.skip_reason).find("overflow"), std::string::npos) << r.skip_reason;
+  ASSERT_EQ(csdkit_store_step(s, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 0);
+  // Finite again: step 1 commits.
+  g[m.numels[0] + m.numels[1] + 17] = 0x3c00;
+  ASSERT_EQ(csdkit_step(s, gp.data(), 3, nullptr, nullptr, &r), CSDKIT_OK) << csdkit_last_error();
+  EXPECT_EQ(r.skipped, 0);
+  EXPECT_GT(r.shared_link_bytes, 0u);
+  ASSERT_EQ(csdkit_store_step(s, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 1);
+  EXPECT_EQ(csdkit_store_close(s), CSDKIT_OK);
+}
+
+}  // namespace
+}  // namespace csdkit
