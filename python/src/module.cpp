@@ -1,0 +1,352 @@
+// csdkit._csdkit: the Python binding of a trainer session (session.h) — create or open the
+// store of a model, run optimizer steps with per-tensor gradients handed over by address, copy
+// the new weights into the trainer's tensors. Tensors are torch tensors or numpy arrays, read
+// and written in place (tensor_arg.h). Long calls run with the GIL released. C++ exceptions
+// keep their message: StoreError -> csdkit.StoreError (a RuntimeError), std::invalid_argument
+// -> ValueError, anything else -> RuntimeError (pybind11's translation).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "csdkit/platform/aligned_buffer.h"
+#include "csdkit/runtime/layout.h"
+#include "csdkit/runtime/store.h"
+#include "session.h"
+#include "tensor_arg.h"
+
+namespace py = pybind11;
+
+namespace csdkit::py_binding {
+namespace {
+
+py::object JsonToPy(const nlohmann::json& j) {
+  return py::module_::import("json").attr("loads")(j.dump());
+}
+
+ParamLayout LayoutFromPy(const std::vector<std::tuple<std::string, uint64_t, unsigned>>& l) {
+  std::vector<TensorSpec> t;
+  t.reserve(l.size());
+  for (const auto& [name, numel, group] : l) t.push_back({name, numel, group});
+  return ParamLayout(std::move(t));
+}
+
+py::dict HyperToPy(const OptimizerConfig& h) {
+  py::dict d;
+  d["optimizer"] = OptimizerName(h.opt);
+  d["lr"] = h.lr;
+  d["beta1"] = h.beta1;
+  d["beta2"] = h.beta2;
+  d["eps"] = h.eps;
+  d["weight_decay"] = h.weight_decay;
+  d["momentum"] = h.momentum;
+  d["dampening"] = h.dampening;
+  d["nesterov"] = h.nesterov;
+  d["lr_decay"] = h.lr_decay;
+  d["initial_accumulator_value"] = h.initial_accumulator_value;
+  return d;
+}
+
+// `base` with the entries of `d` (OptimizerConfig's names; "optimizer" only if it names base's).
+OptimizerConfig HyperFromPy(const py::dict& d, OptimizerConfig base, const std::string& what) {
+  for (const auto& [k, v] : d) {
+    const std::string key = py::str(k).cast<std::string>();
+    auto num = [&](double* field) {
+      try {
+        *field = v.cast<double>();
+      } catch (const py::cast_error&) {
+        throw std::invalid_argument(what + ": '" + key + "': expected a number, found " +
+                                    py::repr(v).cast<std::string>());
+      }
+    };
+    if (key == "optimizer") {
+      const std::string o = py::str(v).cast<std::string>();
+      if (ParseOptimizer(o) != base.opt) {
+        throw std::invalid_argument(what + ": expected optimizer " +
+                                    std::string(OptimizerName(base.opt)) + ", found '" + o + "'");
+      }
+    } else if (key == "lr") {
+      num(&base.lr);
+    } else if (key == "beta1") {
+      num(&base.beta1);
+    } else if (key == "beta2") {
+      num(&base.beta2);
+    } else if (key == "eps") {
+      num(&base.eps);
+    } else if (key == "weight_decay") {
+      num(&base.weight_decay);
+    } else if (key == "momentum") {
+      num(&base.momentum);
+    } else if (key == "dampening") {
+      num(&base.dampening);
+    } else if (key == "nesterov") {
+      base.nesterov = py::reinterpret_borrow<py::object>(v).cast<bool>();
+    } else if (key == "lr_decay") {
+      num(&base.lr_decay);
+    } else if (key == "initial_accumulator_value") {
+      num(&base.initial_accumulator_value);
+    } else {
+      throw std::invalid_argument(
+          what + ": unknown hyper-parameter '" + key +
+          "'; expected lr, beta1, beta2, eps, "
+          "weight_decay, momentum, dampening, nesterov, lr_decay, initial_accumulator_value");
+    }
+  }
+  try {
+    ValidateConfig(base);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(what + ": " + e.what());
+  }
+  return base;
+}
+
+DeviceSpec SpecFromPy(const std::string& backend, uint64_t device_mem, bool link_model) {
+  DeviceSpec s;
+  s.backend = ParseBackend(backend);
+  s.device_mem = device_mem;
+  s.link_model = link_model;
+  return s;
+}
+
+std::string TensorName(const Store& s, size_t t) {
+  return "'" + s.layout()->tensors().at(t).name + "'";
+}
+
+// The Python object: a Session plus nothing else (the store knows its layout).
+class PySession {
+ public:
+  explicit PySession(std::unique_ptr<Session> s) : s_(std::move(s)) {}
+
+  static PySession Create(const std::string& dir,
+                          const std::vector<std::tuple<std::string, uint64_t, unsigned>>& layout,
+                          const std::vector<py::dict>& groups, const py::list& weights,
+                          const std::string& optimizer, unsigned devices,
+                          const std::string& backend, std::optional<std::string> grad_dtype,
+                          std::optional<std::string> out_dtype, double loss_scale,
+                          uint32_t subgroup_elems, uint64_t device_mem, bool link_model, bool ftz,
+                          uint64_t seed) {
+    const ParamLayout l = LayoutFromPy(layout);
+    const size_t nt = l.tensors().size();
+    if (weights.size() != nt) {
+      throw std::invalid_argument("weights: expected one tensor per layout entry (" +
+                                  std::to_string(nt) + "), found " +
+                                  std::to_string(weights.size()));
+    }
+    if (groups.size() != l.groups()) {
+      throw std::invalid_argument("groups: expected hyper-parameters for the layout's " +
+                                  std::to_string(l.groups()) + " groups, found " +
+                                  std::to_string(groups.size()));
+    }
+    StoreConfig cfg;
+    cfg.devices = devices;
+    cfg.hyper = OptimizerConfig::Defaults(ParseOptimizer(optimizer));
+    std::vector<OptimizerConfig> hyper;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      hyper.push_back(HyperFromPy(groups[g], cfg.hyper, "groups[" + std::to_string(g) + "]"));
+    }
+    cfg.hyper = hyper.at(0);
+    // The weights: one dtype for all, each the layout's size.
+    std::vector<TensorArg> w;
+    for (size_t t = 0; t < nt; ++t) {
+      const std::string what = "weights[" + std::to_string(t) + "] '" + l.tensors()[t].name + "'";
+      w.push_back(ReadTensor(weights[t], what, t ? std::optional<DType>(w[0].dtype) : std::nullopt,
+                             l.tensors()[t].numel, false));
+    }
+    const DType wd = w.at(0).dtype;
+    cfg.grad = grad_dtype ? ParseGradDType(*grad_dtype) : wd;
+    cfg.out = out_dtype ? ParseOutDType(*out_dtype) : wd;  // fp32 weights: no copy
+    cfg.loss_scale = loss_scale;
+    cfg.subgroup_elems = subgroup_elems;
+    cfg.ftz = ftz;
+    cfg.seed = seed;
+    const DeviceSpec spec = SpecFromPy(backend, device_mem, link_model);
+    py::gil_scoped_release nogil;
+    // The store takes the tensors back to back: packed once, at creation.
+    const unsigned eb = DTypeBytes(wd);
+    uint64_t total = 0;
+    for (const TensorArg& a : w) total += a.numel;
+    AlignedBuffer packed(total * eb);
+    uint64_t at = 0;
+    for (const TensorArg& a : w) {
+      std::memcpy(packed.data() + at * eb, a.data, a.numel * eb);
+      at += a.numel;
+    }
+    return PySession(Session::Create(dir, l, cfg, hyper, packed.data(), wd, spec));
+  }
+
+  static PySession Open(const std::string& dir,
+                        const std::vector<std::tuple<std::string, uint64_t, unsigned>>& layout,
+                        const std::string& backend, uint64_t device_mem, bool link_model) {
+    const ParamLayout l = LayoutFromPy(layout);
+    const DeviceSpec spec = SpecFromPy(backend, device_mem, link_model);
+    py::gil_scoped_release nogil;
+    return PySession(Session::Open(dir, l, spec));
+  }
+
+  py::dict Step(const py::list& grads, std::optional<std::vector<py::dict>> group_hyper,
+                std::optional<double> loss_scale, bool found_inf, double clip_coef, double max_norm,
+                bool return_norm, std::optional<py::list> weights_out, const std::string& mode) {
+    const Store& st = s_->store();
+    const ParamLayout& l = *st.layout();
+    const size_t nt = l.tensors().size();
+    if (grads.size() != nt) {
+      throw std::invalid_argument("grads: expected one entry per tensor (" + std::to_string(nt) +
+                                  "; None for a tensor without gradient), found " +
+                                  std::to_string(grads.size()));
+    }
+    std::vector<const void*> g(nt, nullptr);
+    for (size_t t = 0; t < nt; ++t) {
+      if (grads[t].is_none()) continue;
+      g[t] = ReadTensor(grads[t],
+                        "grads[" + std::to_string(t) + "] (grad of " + TensorName(st, t) + ")",
+                        st.config().grad, l.tensors()[t].numel, false)
+                 .data;
+    }
+    StepOptions o;
+    o.mode = ParseUpdateMode(mode);
+    o.loss_scale = loss_scale;
+    o.found_inf = found_inf;
+    o.clip_coef = clip_coef;
+    if (!(clip_coef > 0 && clip_coef <= 1)) {
+      throw std::invalid_argument("clip_coef: expected a value in (0, 1], found " +
+                                  std::to_string(clip_coef));
+    }
+    if (loss_scale && !(*loss_scale > 0)) {
+      throw std::invalid_argument("loss_scale: expected a positive value, found " +
+                                  std::to_string(*loss_scale));
+    }
+    if (group_hyper) {
+      if (group_hyper->size() != st.group_hyper().size()) {
+        throw std::invalid_argument("group_hyper: expected one dict per param group (" +
+                                    std::to_string(st.group_hyper().size()) + "), found " +
+                                    std::to_string(group_hyper->size()));
+      }
+      for (size_t k = 0; k < group_hyper->size(); ++k) {
+        o.group_hyper.push_back(HyperFromPy((*group_hyper)[k], st.group_hyper()[k],
+                                            "group_hyper[" + std::to_string(k) + "]"));
+      }
+    }
+    std::vector<void*> out;
+    if (weights_out) {
+      if (weights_out->size() != nt) {
+        throw std::invalid_argument("weights_out: expected one tensor per layout entry (" +
+                                    std::to_string(nt) + "), found " +
+                                    std::to_string(weights_out->size()));
+      }
+      o.fp32_weights_out = st.config().out == DType::kFp32;
+      const DType od = st.config().out;  // kFp32 = no copy: the fp32 weights come back
+      for (size_t t = 0; t < nt; ++t) {
+        out.push_back(
+            ReadTensor((*weights_out)[t],
+                       "weights_out[" + std::to_string(t) + "] (" + TensorName(st, t) + ")", od,
+                       l.tensors()[t].numel, true)
+                .data);
+      }
+    }
+    double norm = 0;
+    StepReport rep;
+    {
+      py::gil_scoped_release nogil;
+      rep = s_->Step(g, o, max_norm, return_norm ? &norm : nullptr, weights_out ? &out : nullptr);
+    }
+    py::dict d = JsonToPy(rep.ToJson());
+    if (return_norm) d["grad_norm"] = norm;
+    return d;
+  }
+
+  int64_t step() const { return s_->store().step(); }
+  std::string dir() const { return s_->store().dir(); }
+  unsigned devices() const { return s_->store().config().devices; }
+  std::string grad_dtype() const { return DTypeName(s_->store().config().grad); }
+  std::string out_dtype() const { return OutDTypeName(s_->store().config().out); }
+  py::list group_hyper() const {
+    py::list l;
+    for (const OptimizerConfig& h : s_->store().group_hyper()) l.append(HyperToPy(h));
+    return l;
+  }
+  py::list layout() const {
+    py::list l;
+    for (const TensorSpec& t : s_->store().layout()->tensors())
+      l.append(py::make_tuple(t.name, t.numel, t.group));
+    return l;
+  }
+  py::object describe() const { return JsonToPy(s_->store().Describe()); }
+  void verify() const {
+    py::gil_scoped_release nogil;
+    s_->store().Verify();
+  }
+
+ private:
+  std::shared_ptr<Session> s_;
+};
+
+}  // namespace
+}  // namespace csdkit::py_binding
+
+PYBIND11_MODULE(_csdkit, m) {
+  using csdkit::py_binding::PySession;
+  m.doc() = "csdkit: optimizer steps on (emulated) computational storage devices";
+  py::register_exception<csdkit::StoreError>(m, "StoreError", PyExc_RuntimeError);
+
+  py::class_<PySession>(m, "Session",
+                        "The device set, the store of one model and the scheduler. Create with "
+                        "Session.create (a new store) or Session.open (an existing one).")
+      .def_static("create", &PySession::Create, py::arg("dir"), py::arg("layout"),
+                  py::arg("groups"), py::arg("weights"), py::kw_only(),
+                  py::arg("optimizer") = "adamw", py::arg("devices") = 1u,
+                  py::arg("backend") = "model", py::arg("grad_dtype") = py::none(),
+                  py::arg("out_dtype") = py::none(), py::arg("loss_scale") = 1.0,
+                  py::arg("subgroup_elems") = 0u, py::arg("device_mem") = uint64_t{4} << 30,
+                  py::arg("link_model") = true, py::arg("ftz") = false, py::arg("seed") = 1u,
+                  R"(Creates the store of a model in `dir` (absent or empty) and opens its devices.
+
+layout: [(name, numel, group), ...] in flattening order; groups numbered 0, 1, ... in order.
+groups: one dict of hyper-parameters per group (OptimizerConfig names: lr, beta1, beta2, eps,
+  weight_decay, momentum, dampening, nesterov, lr_decay, initial_accumulator_value), on top of
+  the optimizer's PyTorch defaults.
+weights: one tensor per layout entry (torch or numpy; CPU, contiguous, float32/float16/bfloat16,
+  all the same dtype): the initial fp32 master weights (fp16/bf16 widened exactly).
+grad_dtype: 'fp32' | 'fp16' | 'bf16' (default: the weights' dtype).
+out_dtype: 'none' | 'fp16' | 'bf16' (default: the weights' dtype; float32 weights: 'none').
+subgroup_elems: 0 = the largest that fits device_mem, at most 1 Mi.)")
+      .def_static("open", &PySession::Open, py::arg("dir"), py::arg("layout"), py::kw_only(),
+                  py::arg("backend") = "model", py::arg("device_mem") = uint64_t{4} << 30,
+                  py::arg("link_model") = true,
+                  "Opens the store of this model (StoreError for another model's store) and as "
+                  "many devices as it has.")
+      .def("step", &PySession::Step, py::arg("grads"), py::kw_only(),
+           py::arg("group_hyper") = py::none(), py::arg("loss_scale") = py::none(),
+           py::arg("found_inf") = false, py::arg("clip_coef") = 1.0, py::arg("max_norm") = 0.0,
+           py::arg("return_norm") = false, py::arg("weights_out") = py::none(),
+           py::arg("mode") = "smart",
+           R"(One optimizer step; returns the step report as a dict.
+
+grads: one entry per tensor: a tensor of the store's grad dtype and the tensor's size, or None
+  (no gradient: the tensor's weights and state are left unchanged).
+group_hyper: this step's hyper-parameters per group (dicts, on top of the last step's).
+loss_scale: the gradients arrive multiplied by it (default: the store's).
+found_inf: skip the step (nothing read, written or committed).
+clip_coef: multiplies the unscaled gradient (in (0, 1]).
+max_norm: > 0: clip by the global L2 norm like torch.nn.utils.clip_grad_norm_ (replaces
+  clip_coef), from the norm computed while gathering.
+return_norm: add 'grad_norm' (L2 norm of the gradients as given) to the report.
+weights_out: one tensor per layout entry to receive the new weights (the store's out dtype, or
+  float32 for a store without a low-precision copy); tensors without a gradient are not written.
+mode: 'smart' (SmartUpdate) or 'baseline'.)")
+      .def_property_readonly("step_count", &PySession::step, "the committed step")
+      .def_property_readonly("dir", &PySession::dir)
+      .def_property_readonly("devices", &PySession::devices)
+      .def_property_readonly("grad_dtype", &PySession::grad_dtype)
+      .def_property_readonly("out_dtype", &PySession::out_dtype)
+      .def_property_readonly("group_hyper", &PySession::group_hyper,
+                             "hyper-parameters per group as the last committed step used them")
+      .def_property_readonly("layout", &PySession::layout)
+      .def("describe", &PySession::describe, "the store's manifest summary as a dict")
+      .def("verify", &PySession::verify,
+           "reads the committed state and checks every checksum (StoreError on a mismatch)");
+}

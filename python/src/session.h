@@ -1,0 +1,61 @@
+// A trainer's session with the kit: the device set, the store of its model and the scheduler,
+// created together and destroyed in reverse order (the scheduler refers to both). No Python
+// here: module.cpp converts arguments and releases the GIL around these calls.
+#ifndef CSDKIT_PYTHON_SESSION_H_
+#define CSDKIT_PYTHON_SESSION_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "csdkit/runtime/layout.h"
+#include "csdkit/runtime/scheduler.h"
+#include "csdkit/runtime/store.h"
+#include "csdkit/system/device_set.h"
+
+namespace csdkit::py_binding {
+
+class Session {
+ public:
+  /// Creates the store of a model in `dir` (Store::CreateForModel: `weights` are the tensors
+  /// back to back in layout order, `weight_dtype` elements) and opens cfg.devices devices of
+  /// `spec` (its count is taken from cfg; emulated devices keep their xclbin in `dir`). When
+  /// cfg.subgroup_elems is 0 it is chosen here: the largest that fits spec.device_mem
+  /// (SubgroupForMemory), capped at 1 Mi elements so that loads and compute overlap.
+  static std::unique_ptr<Session> Create(const std::string& dir, const ParamLayout& layout,
+                                         StoreConfig cfg,
+                                         const std::vector<OptimizerConfig>& groups,
+                                         const void* weights, DType weight_dtype, DeviceSpec spec);
+  /// Opens the store of this model in `dir` (StoreError for another model's store) and as many
+  /// devices of `spec` as the store has.
+  static std::unique_ptr<Session> Open(const std::string& dir, const ParamLayout& layout,
+                                       DeviceSpec spec);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const Store& store() const { return *store_; }
+  const DeviceSet& devices() const { return *devices_; }
+
+  /// One optimizer step: gathers `grads` (one pointer per tensor in the store's grad dtype,
+  /// null = no gradient: the tensor and its state are left unchanged), computing their L2 norm
+  /// into *l2norm when given, runs the step and, when it was not skipped and `weights_out` is
+  /// given, copies the new weights into them (Scheduler::CopyWeightsOut; o.fp32_weights_out
+  /// must be set for a store without a low-precision copy). `max_norm` > 0 clips by the global
+  /// norm as torch.nn.utils.clip_grad_norm_ does, from the norm of the same gathering pass:
+  /// clip_coef = min(1, max_norm / (norm / loss_scale + 1e-6)) replaces o.clip_coef.
+  StepReport Step(const std::vector<const void*>& grads, const StepOptions& o, double max_norm,
+                  double* l2norm, const std::vector<void*>* weights_out);
+
+ private:
+  Session() = default;
+  void Start(const DeviceSpec& spec);
+
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<DeviceSet> devices_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+}  // namespace csdkit::py_binding
+
+#endif  // CSDKIT_PYTHON_SESSION_H_
