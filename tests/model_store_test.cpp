@@ -121,7 +121,9 @@ TEST(ModelStore, ThetaIsTheTrainersWeightsWidenedExactly) {
   EXPECT_FALSE(fs::exists(std::string(CSDKIT_TEST_DIR) + "/model_widen3"));
   EXPECT_EQ(s.config().params, l.total());
   for (const Shard& sh : s.shards()) {
-    if (sh.device + 1 < s.shards().size()) EXPECT_EQ(sh.size() % hls::kBlockElems, 0u);
+    if (sh.device + 1 < s.shards().size()) {
+      EXPECT_EQ(sh.size() % hls::kBlockElems, 0u);
+    }
   }
   const std::vector<uint32_t> th = ReadTheta(s);
   uint64_t k = 0;
