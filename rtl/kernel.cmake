@@ -1,4 +1,5 @@
-# The updater kernel's RTL top (rtl/kernels/updater/csd_update.sv: control slave, AXI masters,
+# The updater kernel's RTL top `csd_update` (the Vitis port wrapper generated into the build tree
+# by axi.cmake, around rtl/kernels/updater/csd_update_kernel.sv: control slave, AXI masters,
 # core) Verilated twice — IEEE and FTZ/DAZ builds — into one library with the C++ launcher that
 # runs it behind the emulation harness (emu/rtl/rtl_kernel.cpp). The emulated SmartSSD's `rtl`
 # backend, `csdkit verify` and `csdkit bench rtl` use it. Needs rtl.cmake, axi.cmake and
@@ -11,7 +12,8 @@ endif()
 # FST tracing is compiled in (it costs nothing until a trace is opened: --trace / CSDKIT_TRACE).
 set(CSDKIT_KERNEL_TRACE TRACE_FST)
 set(csd_kernel_sources ${CSD_UPD_ALL_SOURCES} ${CSD_AXI_SOURCES} ${CSD_UPDATE_ARGS_PKG}
-    ${CMAKE_CURRENT_LIST_DIR}/kernels/updater/csd_update.sv)
+    ${CSD_UPDATE_CORE} ${CSD_UPDATE_WRAPPER})
+list(REMOVE_DUPLICATES csd_kernel_sources)
 set(csd_kernel_vlt ${CMAKE_CURRENT_LIST_DIR}/lint/csd.vlt)
 
 add_library(csdkit_rtl_kernel STATIC ${PROJECT_SOURCE_DIR}/emu/rtl/rtl_kernel.cpp)
@@ -43,11 +45,20 @@ target_compile_options(csdkit_rtl_kernel PRIVATE -O2 -Wno-unknown-pragmas)
 target_link_libraries(csdkit_emu PUBLIC csdkit_rtl_kernel)
 target_compile_definitions(csdkit_emu PRIVATE CSDKIT_HAVE_RTL=1)
 
-# Lint of the whole kernel as part of the build's tests.
+# Lint of the whole kernel as part of the build's tests: the generated top (both policies) and
+# the hand-written core.
 add_test(NAME rtl_lint_csd_update
          COMMAND ${CSDKIT_VERILATOR_EXE} --lint-only -Wall ${csd_kernel_vlt} ${csd_kernel_sources}
                  --top-module csd_update)
 set_tests_properties(rtl_lint_csd_update PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 300)
+add_test(NAME rtl_lint_csd_update_ftz
+         COMMAND ${CSDKIT_VERILATOR_EXE} --lint-only -Wall ${csd_kernel_vlt} ${csd_kernel_sources}
+                 --top-module csd_update "-GFtzDaz=1'b1")
+set_tests_properties(rtl_lint_csd_update_ftz PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 300)
+add_test(NAME rtl_lint_csd_update_kernel
+         COMMAND ${CSDKIT_VERILATOR_EXE} --lint-only -Wall ${csd_kernel_vlt} ${csd_kernel_sources}
+                 --top-module csd_update_kernel)
+set_tests_properties(rtl_lint_csd_update_kernel PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 300)
 
 # Kernel-level tests: RTL through AXI vs the host model, malformed streams, runtime on rtl devices.
 add_executable(rtl_kernel_test ${PROJECT_SOURCE_DIR}/tests/rtl_kernel_test.cpp)

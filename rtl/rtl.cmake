@@ -9,8 +9,11 @@
 #           rtl_tb_<unit>_exhaustive_<k>     exhaustive  2^32 inputs in 16 shards (unary units)
 # Options:  CSDKIT_RTL_TRACE=ON builds the models with FST tracing; a bench then writes
 #           $CSDKIT_RTL_FST.<model>.fst when that variable is set.
-# Variables for other RTL: CSD_FP_SOURCES (csd_fp_pkg and every fp module, in compile order),
-#           CSD_RTL_VLT (the waiver file). Unit latencies: csd_fp_pkg::*_LATENCY, digit_latency().
+# Variables for other RTL: CSD_FP_SOURCES (csd_fp_pkg, the valid pipe of rtl/common/ and every
+#           fp module, in compile order), CSD_RTL_VLT (the waiver file). Unit latencies:
+#           csd_fp_pkg::*_LATENCY, digit_latency(). rtl/common/ is registered by common.cmake.
+
+include("${CMAKE_CURRENT_LIST_DIR}/common.cmake")
 
 find_package(verilator 5.0 QUIET HINTS $ENV{VERILATOR_ROOT})
 if(NOT verilator_FOUND)
@@ -30,7 +33,7 @@ set(CSD_RTL_DIR "${CMAKE_CURRENT_LIST_DIR}")
 set(CSD_RTL_VLT "${CSD_RTL_DIR}/lint/csd.vlt")
 set(CSD_FP_SOURCES
     "${CSD_RTL_DIR}/pkg/csd_fp_pkg.sv"
-    "${CSD_RTL_DIR}/fp/csd_fp_valid_pipe.sv"
+    "${CSD_RTL_DIR}/common/csd_valid_pipe.sv"
     "${CSD_RTL_DIR}/fp/csd_fp_classify.sv"
     "${CSD_RTL_DIR}/fp/csd_fp_round.sv"
     "${CSD_RTL_DIR}/fp/csd_fp_cvt.sv")
@@ -122,8 +125,9 @@ endforeach()
 
 # ---- Lint ---------------------------------------------------------------------------------------
 # Each module as the top, all sources given (modules outside its hierarchy are not elaborated).
-# Units with a policy are linted with both values of FtzDaz.
-foreach(module csd_fp_valid_pipe csd_fp_classify csd_fp_round csd_fp_cvt ${CSD_FP_UNITS})
+# Units with a policy are linted with both values of FtzDaz. The valid pipe is linted with
+# rtl/common/ (common.cmake).
+foreach(module csd_fp_classify csd_fp_round csd_fp_cvt ${CSD_FP_UNITS})
   set(lint_cmd "${CSDKIT_VERILATOR_EXE}" --lint-only -Wall "${CSD_RTL_VLT}" ${CSD_FP_SOURCES}
                --top-module ${module})
   add_test(NAME rtl_lint_${module} COMMAND ${lint_cmd})

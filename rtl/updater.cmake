@@ -27,27 +27,28 @@ if(NOT CSD_UPD_VERILATOR_EXE)
   set(CSD_UPD_VERILATOR_EXE "${VERILATOR_BIN}")
 endif()
 
+include("${CMAKE_CURRENT_LIST_DIR}/common.cmake")
+
 set(CSD_UPD_RTL_DIR "${CMAKE_CURRENT_LIST_DIR}")
 set(CSD_UPD_DIR "${CSD_UPD_RTL_DIR}/kernels/updater")
 set(CSD_UPD_VLT "${CSD_UPD_RTL_DIR}/lint/csd.vlt")
 
 # The fp units the lanes are built from (rtl/pkg, rtl/fp; owned by the fp units' author).
 set(CSD_UPD_FP_SOURCES "${CSD_UPD_RTL_DIR}/pkg/csd_fp_pkg.sv")
-foreach(f csd_fp_valid_pipe csd_fp_classify csd_fp_round csd_fp_cvt csd_fp_add csd_fp_mul
-          csd_fp_div csd_fp_sqrt csd_fp_sign csd_fp_f16_to_f32 csd_fp_bf16_to_f32
-          csd_fp_f32_to_f16 csd_fp_f32_to_bf16)
+foreach(f csd_fp_classify csd_fp_round csd_fp_cvt csd_fp_add csd_fp_mul csd_fp_div csd_fp_sqrt
+          csd_fp_sign csd_fp_f16_to_f32 csd_fp_bf16_to_f32 csd_fp_f32_to_f16 csd_fp_f32_to_bf16)
   list(APPEND CSD_UPD_FP_SOURCES "${CSD_UPD_RTL_DIR}/fp/${f}.sv")
 endforeach()
 
-# The updater's own modules, leaves first.
-set(CSD_UPD_MODULES csd_update_delay csd_update_fifo csd_update_rd_port csd_update_wr_port
-    csd_update_decode csd_update_lane csd_update_blk_unpack csd_update_blk_check
-    csd_update_idx_check csd_update_merge csd_update_core)
+# The updater's own modules, leaves first (the FIFO and the delay line are rtl/common/'s).
+set(CSD_UPD_MODULES csd_update_rd_port csd_update_wr_port csd_update_decode csd_update_lane
+    csd_update_blk_unpack csd_update_blk_check csd_update_idx_check csd_update_merge
+    csd_update_core)
 set(CSD_UPD_SOURCES "${CSD_UPD_DIR}/csd_update_pkg.sv")
 foreach(m ${CSD_UPD_MODULES})
   list(APPEND CSD_UPD_SOURCES "${CSD_UPD_DIR}/${m}.sv")
 endforeach()
-set(CSD_UPD_ALL_SOURCES ${CSD_UPD_FP_SOURCES} ${CSD_UPD_SOURCES})
+set(CSD_UPD_ALL_SOURCES ${CSD_UPD_FP_SOURCES} ${CSD_COMMON_SOURCES} ${CSD_UPD_SOURCES})
 
 # -Wall is fatal, so the build lints each configuration too. --assert turns on the sources'
 # simulation checks (FIFO over/underflow, channel misuse, the fp units' latencies against the

@@ -34,6 +34,8 @@ package csd_axi_pkg;
   /// ... and the beats in one page. With 64-byte beats this is 64, so the page rule is the
   /// binding one and the 256-beat limit can never be reached by a legal burst.
   localparam int unsigned PAGE_BEATS = 1 << (PAGE_SHIFT - BEAT_SHIFT);
+  /// Width of a burst length in beats (1 .. PAGE_BEATS).
+  localparam int unsigned BEATS_WIDTH = $clog2(PAGE_BEATS + 1);
 
   // ---- Channel field types -----------------------------------------------------------------
 
@@ -49,6 +51,7 @@ package csd_axi_pkg;
   typedef logic [3:0]            qos_t;
   typedef logic [3:0]            region_t;
   typedef logic [1:0]            resp_t;
+  typedef logic [BEATS_WIDTH-1:0] beats_t;  // a burst's length in beats, 1 .. PAGE_BEATS
 
   /// AxBURST encodings.
   localparam burst_t BURST_FIXED = 2'b00;
@@ -195,6 +198,24 @@ package csd_axi_pkg;
     wr.b        = resp.b;
     wr.b_valid  = resp.b_valid;
     return wr;
+  endfunction
+
+  // ---- Burst arithmetic (both masters) -------------------------------------------------------
+
+  /// Beats of the next burst of a command: up to the end of the 4 KiB page, at most max_beats
+  /// (1 .. PAGE_BEATS), at most words_left (0 when nothing is left). page_beat is the beat of
+  /// the burst's first address within its page: addr[PAGE_SHIFT-1:BEAT_SHIFT].
+  function automatic beats_t burst_beats(logic [PAGE_SHIFT-BEAT_SHIFT-1:0] page_beat,
+                                         logic [31:0] words_left, beats_t max_beats);
+    beats_t page_left, cap;
+    page_left = beats_t'(PAGE_BEATS) - beats_t'(page_beat);
+    cap       = (page_left < max_beats) ? page_left : max_beats;
+    return (words_left < 32'(cap)) ? beats_t'(words_left) : cap;
+  endfunction
+
+  /// The byte address after a burst of `beats` full-width beats from addr.
+  function automatic addr_t burst_next_addr(addr_t addr, beats_t beats);
+    return addr + {{(ADDR_WIDTH - BEATS_WIDTH - BEAT_SHIFT){1'b0}}, beats, {BEAT_SHIFT{1'b0}}};
   endfunction
 
   // ---- AXI4-Lite (the s_axi_control port) --------------------------------------------------

@@ -59,11 +59,9 @@ module csd_axi_rd_master import csd_axi_pkg::*; #(
   input  wire axi_rd_resp_t axi_resp_i
 );
 
-  localparam int unsigned BeatsW  = $clog2(PAGE_BEATS + 1);      // holds 1..64
   localparam int unsigned CreditW = $clog2(FifoDepth + 1);
   localparam int unsigned OutstW  = $clog2(MaxOutstanding + 1);
-  localparam logic [BeatsW-1:0]  MAX_LEN   = BeatsW'(MaxBurstLen);
-  localparam logic [BeatsW-1:0]  PAGE_LEN  = BeatsW'(PAGE_BEATS);
+  localparam beats_t             MAX_LEN   = beats_t'(MaxBurstLen);
   localparam logic [CreditW-1:0] FULL_CRED = CreditW'(FifoDepth);
   localparam logic [OutstW-1:0]  MAX_OUTST = OutstW'(MaxOutstanding);
 
@@ -85,14 +83,13 @@ module csd_axi_rd_master import csd_axi_pkg::*; #(
   logic [CreditW-1:0]  credit_d, credit_q;   // FIFO words neither occupied nor in flight
   logic [OutstW-1:0]   outst_d, outst_q;     // bursts in flight
   logic                err_d, err_q;
-  logic [BeatsW-1:0]   page_left, burst_cap, burst_len;
+  beats_t              burst_len;
   logic                cmd_hs, ar_valid, ar_hs, r_hs, pop;
   logic                fifo_in_ready;
+  logic [$clog2(FifoDepth + 2)-1:0] fifo_count;
 
   // The next burst: up to the page end, at most MaxBurstLen, at most what is left.
-  assign page_left = PAGE_LEN - BeatsW'(addr_q[PAGE_SHIFT-1:BEAT_SHIFT]);
-  assign burst_cap = (page_left < MAX_LEN) ? page_left : MAX_LEN;
-  assign burst_len = (rem_q < 32'(burst_cap)) ? BeatsW'(rem_q) : burst_cap;
+  assign burst_len = burst_beats(addr_q[PAGE_SHIFT-1:BEAT_SHIFT], rem_q, MAX_LEN);
 
   // Once raised, ARVALID stays up with the same payload until accepted: the credit only grows
   // and the outstanding count only shrinks while a request waits.
@@ -115,8 +112,7 @@ module csd_axi_rd_master import csd_axi_pkg::*; #(
       rem_d    = cmd_len_i;
     end else if (ar_hs) begin
       active_d = (rem_q != 32'(burst_len));
-      addr_d   = addr_q + {{(ADDR_WIDTH - BeatsW - BEAT_SHIFT){1'b0}}, burst_len,
-                           {BEAT_SHIFT{1'b0}}};
+      addr_d   = burst_next_addr(addr_q, burst_len);
       rem_d    = rem_q - 32'(burst_len);
     end
   end
@@ -149,7 +145,7 @@ module csd_axi_rd_master import csd_axi_pkg::*; #(
     axi_req_o          = '0;
     axi_req_o.ar.id    = '0;
     axi_req_o.ar.addr  = addr_q;
-    axi_req_o.ar.len   = len_t'(burst_len - BeatsW'(1));
+    axi_req_o.ar.len   = len_t'(burst_len - beats_t'(1));
     axi_req_o.ar.size  = SIZE_BEAT;
     axi_req_o.ar.burst = BURST_INCR;
     axi_req_o.ar.cache = CACHE_MODIFIABLE_BUFFERABLE;
@@ -159,9 +155,10 @@ module csd_axi_rd_master import csd_axi_pkg::*; #(
 
   // ---- Data FIFO ----------------------------------------------------------------------------
 
-  csd_axi_fifo #(
-    .Width(DATA_WIDTH),
-    .Depth(FifoDepth)
+  csd_fifo #(
+    .Width (DATA_WIDTH),
+    .Depth (FifoDepth),
+    .OutReg(1'b1)
   ) u_data_fifo (
     .clk_i      (clk_i),
     .rst_ni     (rst_ni),
@@ -170,7 +167,8 @@ module csd_axi_rd_master import csd_axi_pkg::*; #(
     .in_data_i  (axi_resp_i.r.data),
     .out_valid_o(data_valid_o),
     .out_ready_i(data_ready_i),
-    .out_data_o (data_o)
+    .out_data_o (data_o),
+    .count_o    (fifo_count)
   );
 
   // All credit back means nothing is in flight and nothing is waiting in the FIFO.
@@ -178,8 +176,9 @@ module csd_axi_rd_master import csd_axi_pkg::*; #(
   assign err_o  = err_q;
 
   // The ID is always 0 (in-order completion); RRESP bit 0 only distinguishes EXOKAY/DECERR.
+  // The credit counter already knows the FIFO's occupancy.
   logic unused_r;
-  assign unused_r = ^{axi_resp_i.r.id, axi_resp_i.r.resp[0]};
+  assign unused_r = ^{axi_resp_i.r.id, axi_resp_i.r.resp[0], fifo_count};
 
 `ifndef SYNTHESIS
   // The credit scheme guarantees this; a push into a full FIFO would lose a beat.

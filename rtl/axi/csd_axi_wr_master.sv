@@ -63,12 +63,11 @@ module csd_axi_wr_master import csd_axi_pkg::*; #(
   input  wire axi_wr_resp_t axi_resp_i
 );
 
-  localparam int unsigned BeatsW = $clog2(PAGE_BEATS + 1);         // holds 1..64
   localparam int unsigned LenW   = (MaxBurstLen > 1) ? $clog2(MaxBurstLen) : 1;  // beats - 1
   localparam int unsigned AvailW = $clog2(FifoDepth + 2);          // FIFO holds Depth + 1
   localparam int unsigned OutstW = $clog2(MaxOutstanding + 1);
-  localparam logic [BeatsW-1:0] MAX_LEN   = BeatsW'(MaxBurstLen);
-  localparam logic [BeatsW-1:0] PAGE_LEN  = BeatsW'(PAGE_BEATS);
+  localparam int unsigned QCntW  = $clog2(MaxOutstanding + 2);     // a queue's count_o
+  localparam beats_t            MAX_LEN   = beats_t'(MaxBurstLen);
   localparam logic [OutstW-1:0] MAX_OUTST = OutstW'(MaxOutstanding);
 
   if (MaxBurstLen < 1 || MaxBurstLen > PAGE_BEATS) begin : g_bad_burst
@@ -91,16 +90,17 @@ module csd_axi_wr_master import csd_axi_pkg::*; #(
   logic [OutstW-1:0]  outst_d, outst_q;     // bursts in flight
   logic [LenW-1:0]    beat_d, beat_q;       // W beats sent of the current burst
   logic               err_d, err_q;
-  logic [BeatsW-1:0]  page_left, burst_cap, burst_len;
+  beats_t             burst_len;
   logic               cmd_hs, push, aw_valid, aw_hs, w_valid, w_last, w_hs, b_hs, zero_done;
   logic               data_valid, fifo_in_ready, lenq_in_ready, lastq_in_ready;
   logic               lenq_valid, lastq_valid, lastq_flag;
   logic [LenW-1:0]    lenq_len;
   data_t              data;
+  logic [AvailW-1:0]  fifo_count;
+  logic [QCntW-1:0]   lenq_count, lastq_count;
 
-  assign page_left = PAGE_LEN - BeatsW'(addr_q[PAGE_SHIFT-1:BEAT_SHIFT]);
-  assign burst_cap = (page_left < MAX_LEN) ? page_left : MAX_LEN;
-  assign burst_len = (rem_q < 32'(burst_cap)) ? BeatsW'(rem_q) : burst_cap;
+  // The next burst: up to the page end, at most MaxBurstLen, at most what is left.
+  assign burst_len = burst_beats(addr_q[PAGE_SHIFT-1:BEAT_SHIFT], rem_q, MAX_LEN);
 
   // Once raised, AWVALID stays up with the same payload until accepted: the unclaimed count
   // only grows and the outstanding count only shrinks while a request waits. The two queues
@@ -126,8 +126,7 @@ module csd_axi_wr_master import csd_axi_pkg::*; #(
       rem_d    = cmd_len_i;
     end else if (aw_hs) begin
       active_d = (rem_q != 32'(burst_len));
-      addr_d   = addr_q + {{(ADDR_WIDTH - BeatsW - BEAT_SHIFT){1'b0}}, burst_len,
-                           {BEAT_SHIFT{1'b0}}};
+      addr_d   = burst_next_addr(addr_q, burst_len);
       rem_d    = rem_q - 32'(burst_len);
     end
   end
@@ -167,9 +166,10 @@ module csd_axi_wr_master import csd_axi_pkg::*; #(
   assign data_ready_o = rst_ni && fifo_in_ready;
   assign push         = data_valid_i && data_ready_o;
 
-  csd_axi_fifo #(
-    .Width(DATA_WIDTH),
-    .Depth(FifoDepth)
+  csd_fifo #(
+    .Width (DATA_WIDTH),
+    .Depth (FifoDepth),
+    .OutReg(1'b1)
   ) u_data_fifo (
     .clk_i      (clk_i),
     .rst_ni     (rst_ni),
@@ -178,28 +178,32 @@ module csd_axi_wr_master import csd_axi_pkg::*; #(
     .in_data_i  (data_i),
     .out_valid_o(data_valid),
     .out_ready_i(w_hs),
-    .out_data_o (data)
+    .out_data_o (data),
+    .count_o    (fifo_count)
   );
 
   // Length (beats - 1) of each issued burst whose W beats are not all sent.
-  csd_axi_fifo #(
-    .Width(LenW),
-    .Depth(MaxOutstanding)
+  csd_fifo #(
+    .Width (LenW),
+    .Depth (MaxOutstanding),
+    .OutReg(1'b1)
   ) u_len_fifo (
     .clk_i      (clk_i),
     .rst_ni     (rst_ni),
     .in_valid_i (aw_hs),
     .in_ready_o (lenq_in_ready),
-    .in_data_i  (LenW'(burst_len - BeatsW'(1))),
+    .in_data_i  (LenW'(burst_len - beats_t'(1))),
     .out_valid_o(lenq_valid),
     .out_ready_i(w_hs && w_last),
-    .out_data_o (lenq_len)
+    .out_data_o (lenq_len),
+    .count_o    (lenq_count)
   );
 
   // Per burst in flight: is it the last burst of its command (B completes the command).
-  csd_axi_fifo #(
-    .Width(1),
-    .Depth(MaxOutstanding)
+  csd_fifo #(
+    .Width (1),
+    .Depth (MaxOutstanding),
+    .OutReg(1'b1)
   ) u_last_fifo (
     .clk_i      (clk_i),
     .rst_ni     (rst_ni),
@@ -208,7 +212,8 @@ module csd_axi_wr_master import csd_axi_pkg::*; #(
     .in_data_i  (rem_q == 32'(burst_len)),
     .out_valid_o(lastq_valid),
     .out_ready_i(b_hs),
-    .out_data_o (lastq_flag)
+    .out_data_o (lastq_flag),
+    .count_o    (lastq_count)
   );
 
   // ---- W and B ------------------------------------------------------------------------------
@@ -223,7 +228,7 @@ module csd_axi_wr_master import csd_axi_pkg::*; #(
     axi_req_o          = '0;
     axi_req_o.aw.id    = '0;
     axi_req_o.aw.addr  = addr_q;
-    axi_req_o.aw.len   = len_t'(burst_len - BeatsW'(1));
+    axi_req_o.aw.len   = len_t'(burst_len - beats_t'(1));
     axi_req_o.aw.size  = SIZE_BEAT;
     axi_req_o.aw.burst = BURST_INCR;
     axi_req_o.aw.cache = CACHE_MODIFIABLE_BUFFERABLE;
@@ -240,8 +245,10 @@ module csd_axi_wr_master import csd_axi_pkg::*; #(
   assign err_o  = err_q;
 
   // The ID is always 0 (in-order completion); BRESP bit 0 only distinguishes EXOKAY/DECERR.
+  // The unclaimed and outstanding counters already know the queues' occupancy.
   logic unused_b;
-  assign unused_b = ^{axi_resp_i.b.id, axi_resp_i.b.resp[0]};
+  assign unused_b = ^{axi_resp_i.b.id, axi_resp_i.b.resp[0], fifo_count, lenq_count,
+                      lastq_count};
 
 `ifndef SYNTHESIS
   a_queues_room: assert property (@(posedge clk_i) disable iff (!rst_ni)

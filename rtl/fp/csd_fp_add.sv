@@ -42,7 +42,7 @@ module csd_fp_add #(
   localparam int unsigned AlignBits = csd_fp_pkg::SIG_BITS + 3;  // significand, G, R, S
   localparam int unsigned SumBits = AlignBits + 1;               // plus the carry
 
-  csd_fp_valid_pipe #(
+  csd_valid_pipe #(
     .Depth(Latency)
   ) u_valid_pipe (
     .clk_i  (clk_i),

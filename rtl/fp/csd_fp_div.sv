@@ -48,7 +48,7 @@ module csd_fp_div #(
   /// Cycles from valid_i to valid_o (classify, prepare, digit stages, round).
   localparam int unsigned Latency = csd_fp_pkg::digit_latency(BitsPerStage);
 
-  csd_fp_valid_pipe #(
+  csd_valid_pipe #(
     .Depth(Latency)
   ) u_valid_pipe (
     .clk_i  (clk_i),

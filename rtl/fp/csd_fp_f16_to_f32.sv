@@ -26,7 +26,7 @@ module csd_fp_f16_to_f32 (
   /// Cycles from valid_i to valid_o.
   localparam int unsigned Latency = csd_fp_pkg::CVT_LATENCY;
 
-  csd_fp_valid_pipe #(
+  csd_valid_pipe #(
     .Depth(Latency)
   ) u_valid_pipe (
     .clk_i  (clk_i),

@@ -27,7 +27,7 @@ module csd_fp_f32_to_bf16 (
   /// Cycles from valid_i to valid_o.
   localparam int unsigned Latency = csd_fp_pkg::CVT_LATENCY;
 
-  csd_fp_valid_pipe #(
+  csd_valid_pipe #(
     .Depth(Latency)
   ) u_valid_pipe (
     .clk_i  (clk_i),

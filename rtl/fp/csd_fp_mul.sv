@@ -40,7 +40,7 @@ module csd_fp_mul #(
   localparam int unsigned SigBits = csd_fp_pkg::SIG_BITS;
   localparam int unsigned ProdBits = 2 * SigBits;
 
-  csd_fp_valid_pipe #(
+  csd_valid_pipe #(
     .Depth(Latency)
   ) u_valid_pipe (
     .clk_i  (clk_i),

@@ -31,7 +31,7 @@ module csd_fp_sign #(
   /// Cycles from valid_i to valid_o.
   localparam int unsigned Latency = csd_fp_pkg::SIGN_LATENCY;
 
-  csd_fp_valid_pipe #(
+  csd_valid_pipe #(
     .Depth(Latency)
   ) u_valid_pipe (
     .clk_i  (clk_i),

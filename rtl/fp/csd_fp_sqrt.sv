@@ -53,7 +53,7 @@ module csd_fp_sqrt #(
   localparam int unsigned RemBits = SigBits + 4;
   localparam int unsigned TrialBits = RemBits + 2;
 
-  csd_fp_valid_pipe #(
+  csd_valid_pipe #(
     .Depth(Latency)
   ) u_valid_pipe (
     .clk_i  (clk_i),

@@ -1,7 +1,8 @@
-// The argument table of the test kernel `csd_axi_copy` (rtl/axi/tb/csd_axi_copy_top.sv): copies
+// The argument table of the test kernel `csd_axi_copy` (rtl/axi/tb/csd_axi_copy_kernel.sv): copies
 // n_words 512-bit words from src (gmem0) to dst (gmem1). Same X-macro format and Vitis layout
-// as the table of csd_update (hls/include/csdkit/hls/update_args.h); the RTL offsets are
-// generated from it (rtl/gen/gen_args_pkg.cpp) and the bench sets arguments by name through it.
+// as the table of csd_update (hls/include/csdkit/hls/update_args.h); the RTL offsets and the
+// kernel's top csd_axi_copy_top (its m_axi bundles) are generated from it
+// (rtl/gen/gen_args_pkg.cpp) and the bench sets arguments by name through it.
 //
 // X(index, name, C type, kind, direction, m_axi bundle, offset, description)
 #ifndef CSDKIT_RTL_AXI_TB_CSD_AXI_COPY_ARGS_H_

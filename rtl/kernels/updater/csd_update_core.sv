@@ -679,7 +679,7 @@ module csd_update_core #(
   end
   assign ex_valid = ex_vld_q[LANE_LATENCY-1];
 
-  csd_update_delay #(
+  csd_delay #(
     .Width(2),
     .Depth(LANE_LATENCY)
   ) u_d_flags (

@@ -20,7 +20,7 @@
 // the optimizer; the selects (launch constants) pick the graph's path.
 //
 // Schedule: csd_update_pkg::T_* give the cycle each value is ready; operands that are ready
-// early wait in csd_update_delay lines. All outputs appear LANE_LATENCY cycles after the inputs.
+// early wait in csd_delay lines. All outputs appear LANE_LATENCY cycles after the inputs.
 // In simulation, every unit's valid_o is checked against the schedule.
 
 `default_nettype none
@@ -95,7 +95,7 @@ module csd_update_lane #(
   );
   assign sched_vld[1] = vld[T_GIN];
 
-  csd_update_delay #(.Width(32), .Depth(T_GIN)) u_d_g32 (
+  csd_delay #(.Width(32), .Depth(T_GIN)) u_d_g32 (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(g_i), .data_o(g_f32)
   );
 
@@ -110,19 +110,19 @@ module csd_update_lane #(
   // ---- State operands, delayed to their first use -----------------------------------------------
   logic [31:0] theta_gin, theta_u, m_g, m_p, v_p;
 
-  csd_update_delay #(.Width(32), .Depth(T_GIN)) u_d_theta_gin (
+  csd_delay #(.Width(32), .Depth(T_GIN)) u_d_theta_gin (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(theta_i), .data_o(theta_gin)
   );
-  csd_update_delay #(.Width(32), .Depth(T_U - T_GIN)) u_d_theta_u (
+  csd_delay #(.Width(32), .Depth(T_U - T_GIN)) u_d_theta_u (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(theta_gin), .data_o(theta_u)
   );
-  csd_update_delay #(.Width(32), .Depth(T_G)) u_d_m_g (
+  csd_delay #(.Width(32), .Depth(T_G)) u_d_m_g (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(m_i), .data_o(m_g)
   );
-  csd_update_delay #(.Width(32), .Depth(T_P - T_G)) u_d_m_p (
+  csd_delay #(.Width(32), .Depth(T_P - T_G)) u_d_m_p (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(m_g), .data_o(m_p)
   );
-  csd_update_delay #(.Width(32), .Depth(T_P)) u_d_v_p (
+  csd_delay #(.Width(32), .Depth(T_P)) u_d_v_p (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(v_i), .data_o(v_p)
   );
 
@@ -150,7 +150,7 @@ module csd_update_lane #(
   );
   assign sched_vld[4] = vld[T_G];
 
-  csd_update_delay #(.Width(32), .Depth(T_G - T_G1)) u_d_g1 (
+  csd_delay #(.Width(32), .Depth(T_G - T_G1)) u_d_g1 (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(g1), .data_o(g1_g)
   );
   assign g = sel_i.l2 ? g2 : g1_g;
@@ -176,7 +176,7 @@ module csd_update_lane #(
   );
   assign sched_vld[7] = vld[T_P];
 
-  csd_update_delay #(.Width(32), .Depth(T_P - T_G)) u_d_g_p (
+  csd_delay #(.Width(32), .Depth(T_P - T_G)) u_d_g_p (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(g), .data_o(g_p)
   );
   assign sq = sel_i.lion ? g_p : g_sq;
@@ -190,7 +190,7 @@ module csd_update_lane #(
   );
   assign sched_vld[8] = vld[T_MOM];
 
-  csd_update_delay #(.Width(32), .Depth(T_MOM - T_P)) u_d_g_mom (
+  csd_delay #(.Width(32), .Depth(T_MOM - T_P)) u_d_g_mom (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(g_p), .data_o(g_mom)
   );
   assign mom = sel_i.mom_pass ? g_mom : ema1;
@@ -243,7 +243,7 @@ module csd_update_lane #(
   logic [31:0] num, num_den, quo;
 
   assign num = sel_i.adagrad ? g_mom : mom;
-  csd_update_delay #(.Width(32), .Depth(T_DEN - T_MOM)) u_d_num (
+  csd_delay #(.Width(32), .Depth(T_DEN - T_MOM)) u_d_num (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(num), .data_o(num_den)
   );
 
@@ -263,7 +263,7 @@ module csd_update_lane #(
   );
   assign sched_vld[16] = vld[T_BMOM];
 
-  csd_update_delay #(.Width(32), .Depth(T_BMOM - T_MOM)) u_d_g_bmom (
+  csd_delay #(.Width(32), .Depth(T_BMOM - T_MOM)) u_d_g_bmom (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(g_mom), .data_o(g_bmom)
   );
 
@@ -273,7 +273,7 @@ module csd_update_lane #(
   );
   assign sched_vld[17] = vld[T_NES];
 
-  csd_update_delay #(.Width(32), .Depth(T_NES - T_MOM)) u_d_mom_nes (
+  csd_delay #(.Width(32), .Depth(T_NES - T_MOM)) u_d_mom_nes (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(mom), .data_o(mom_nes)
   );
   assign u_sgd = sel_i.nesterov ? nes : mom_nes;
@@ -284,18 +284,18 @@ module csd_update_lane #(
   );
   assign sched_vld[18] = vld[T_SIGN];
 
-  csd_update_delay #(.Width(32), .Depth(T_ALT - T_NES)) u_d_u_sgd (
+  csd_delay #(.Width(32), .Depth(T_ALT - T_NES)) u_d_u_sgd (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(u_sgd), .data_o(u_sgd_alt)
   );
-  csd_update_delay #(.Width(32), .Depth(T_ALT - T_SIGN)) u_d_sgn (
+  csd_delay #(.Width(32), .Depth(T_ALT - T_SIGN)) u_d_sgn (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(sgn), .data_o(sgn_alt)
   );
   assign u_alt = sel_i.sgd ? u_sgd_alt : sgn_alt;
 
-  csd_update_delay #(.Width(32), .Depth(T_U - T_ALT)) u_d_u_alt (
+  csd_delay #(.Width(32), .Depth(T_U - T_ALT)) u_d_u_alt (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(u_alt), .data_o(u_alt_u)
   );
-  csd_update_delay #(.Width(32), .Depth(T_U - T_QUO)) u_d_quo (
+  csd_delay #(.Width(32), .Depth(T_U - T_QUO)) u_d_quo (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(quo), .data_o(quo_u)
   );
   assign u = sel_i.use_q ? quo_u : u_alt_u;
@@ -339,19 +339,19 @@ module csd_update_lane #(
 
   assign half_o = (out_fmt_i == DT_BF16) ? half_bf16 : half_f16;
 
-  csd_update_delay #(.Width(32), .Depth(Lat - T_TH)) u_d_theta_out (
+  csd_delay #(.Width(32), .Depth(Lat - T_TH)) u_d_theta_out (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(theta_new), .data_o(theta_o)
   );
 
-  csd_update_delay #(.Width(32), .Depth(T_ACC - T_MOM)) u_d_mom_acc (
+  csd_delay #(.Width(32), .Depth(T_ACC - T_MOM)) u_d_mom_acc (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(mom), .data_o(mom_acc)
   );
   assign m_new = sel_i.lion ? acc : mom_acc;
 
-  csd_update_delay #(.Width(32), .Depth(Lat - T_ACC)) u_d_m_out (
+  csd_delay #(.Width(32), .Depth(Lat - T_ACC)) u_d_m_out (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(m_new), .data_o(m_o)
   );
-  csd_update_delay #(.Width(32), .Depth(Lat - T_ACC)) u_d_v_out (
+  csd_delay #(.Width(32), .Depth(Lat - T_ACC)) u_d_v_out (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(acc), .data_o(v_o)
   );
 

@@ -120,10 +120,10 @@ module csd_update_merge #(
 
   // The word's entries are known, and so are their values.
   logic decided, emit;
-  logic out_full;
+  logic out_ready;
   assign decided = (take == (LaneBits + 1)'(Lanes)) || (idx_avail > 32'(take)) ||
                    (blk_left <= 32'(take));
-  assign emit = active_q && blk_valid_q && decided && (val_avail >= 32'(take)) && !out_full;
+  assign emit = active_q && blk_valid_q && decided && (val_avail >= 32'(take)) && out_ready;
 
   // ---- Queue refill: a whole word when it fits --------------------------------------------------
   logic idx_room, val_room;
@@ -225,19 +225,20 @@ module csd_update_merge #(
 
   // ---- Output buffer ----------------------------------------------------------------------------
   logic [1:0] out_count;
-  csd_update_fifo #(
-    .Width(WordBits),
-    .Depth(2)
+  csd_fifo #(
+    .Width (WordBits),
+    .Depth (2),
+    .OutReg(1'b0)
   ) u_out (
-    .clk_i  (clk_i),
-    .rst_ni (rst_ni),
-    .push_i (emit),
-    .data_i (lanes),
-    .pop_i  (valid_o && ready_i),
-    .valid_o(valid_o),
-    .data_o (grad_o),
-    .full_o (out_full),
-    .count_o(out_count)
+    .clk_i      (clk_i),
+    .rst_ni     (rst_ni),
+    .in_valid_i (emit),
+    .in_ready_o (out_ready),
+    .in_data_i  (lanes),
+    .out_valid_o(valid_o),
+    .out_ready_i(ready_i),
+    .out_data_o (grad_o),
+    .count_o    (out_count)
   );
 
   logic unused_bits;

@@ -58,7 +58,7 @@ module csd_update_rd_port #(
 );
   logic                                cmd_pending_q, cmd_pending_d;
   logic [csd_update_pkg::CMD_BITS-1:0] offset_q, count_q, remaining_q, remaining_d;
-  logic                                accept, skid_valid, skid_full, skid_pop;
+  logic                                accept, skid_valid, skid_ready;
   logic [1:0]                          skid_count;
 
   assign accept = valid_i && ready_o;
@@ -98,24 +98,26 @@ module csd_update_rd_port #(
   assign cmd_offset_o = offset_q;
   assign cmd_count_o = count_q;
 
-  assign ready_o = (remaining_q != '0) && !skid_full;
+  assign ready_o = (remaining_q != '0) && skid_ready;
 
-  csd_update_fifo #(
-    .Width(Width),
-    .Depth(2)
+  // The skid buffer: its ready (not full) is a register; a word leaves it when the consumer
+  // takes it or when it is drained.
+  csd_fifo #(
+    .Width (Width),
+    .Depth (2),
+    .OutReg(1'b0)
   ) u_skid (
-    .clk_i  (clk_i),
-    .rst_ni (rst_ni),
-    .push_i (accept),
-    .data_i (data_i),
-    .pop_i  (skid_pop),
-    .valid_o(skid_valid),
-    .data_o (data_o),
-    .full_o (skid_full),
-    .count_o(skid_count)
+    .clk_i      (clk_i),
+    .rst_ni     (rst_ni),
+    .in_valid_i (accept),
+    .in_ready_o (skid_ready),
+    .in_data_i  (data_i),
+    .out_valid_o(skid_valid),
+    .out_ready_i(drain_i || ready_i),
+    .out_data_o (data_o),
+    .count_o    (skid_count)
   );
 
-  assign skid_pop = skid_valid && (drain_i || ready_i);
   assign valid_o = skid_valid && !drain_i;
   assign idle_o = !cmd_pending_q && (remaining_q == '0) && !skid_valid;
 

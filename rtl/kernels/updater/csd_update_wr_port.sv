@@ -12,10 +12,10 @@
 module csd_update_wr_port #(
   /// Bits per word.
   parameter int unsigned Width = 512,
-  /// FIFO entries (a power of two, at least 2).
+  /// FIFO entries, at least 1.
   parameter int unsigned Depth = 2,
   /// Width of the FIFO occupancy (derived).
-  localparam int unsigned CountBits = $clog2(Depth) + 1
+  localparam int unsigned CountBits = $clog2(Depth + 1)
 ) (
   /// Clock.
   input  wire logic                                clk_i,
@@ -59,7 +59,7 @@ module csd_update_wr_port #(
   logic                                cmd_pending_q, cmd_pending_d, cmd_sent_q, cmd_sent_d;
   logic                                await_done_q, await_done_d;
   logic [csd_update_pkg::CMD_BITS-1:0] offset_q, count_q;
-  logic                                fifo_valid, fifo_full, pop;
+  logic                                fifo_valid, fifo_ready;
 
   // pending: req_i until accepted; sent: accepted (data may flow); await: until done_i.
   always_comb begin
@@ -102,26 +102,24 @@ module csd_update_wr_port #(
   assign cmd_count_o = count_q;
   assign idle_o = !cmd_pending_q && !await_done_q;
 
-  csd_update_fifo #(
-    .Width(Width),
-    .Depth(Depth)
+  // Words are offered on the channel only after the command was accepted.
+  csd_fifo #(
+    .Width (Width),
+    .Depth (Depth),
+    .OutReg(1'b0)
   ) u_fifo (
-    .clk_i  (clk_i),
-    .rst_ni (rst_ni),
-    .push_i (push_i),
-    .data_i (data_i),
-    .pop_i  (pop),
-    .valid_o(fifo_valid),
-    .data_o (data_o),
-    .full_o (fifo_full),
-    .count_o(count_o)
+    .clk_i      (clk_i),
+    .rst_ni     (rst_ni),
+    .in_valid_i (push_i),
+    .in_ready_o (fifo_ready),
+    .in_data_i  (data_i),
+    .out_valid_o(fifo_valid),
+    .out_ready_i(cmd_sent_q && ready_i),
+    .out_data_o (data_o),
+    .count_o    (count_o)
   );
 
   assign valid_o = fifo_valid && cmd_sent_q;
-  assign pop = valid_o && ready_i;
-
-  logic unused_full;
-  assign unused_full = fifo_full;
 
 `ifndef SYNTHESIS
   always_ff @(posedge clk_i) begin
@@ -129,6 +127,7 @@ module csd_update_wr_port #(
       assert (!(req_i && !idle_o)) else $error("csd_update_wr_port: command while busy");
       assert (!(req_i && count_i == '0)) else $error("csd_update_wr_port: zero-word command");
       assert (!(done_i && !await_done_q)) else $error("csd_update_wr_port: unexpected done");
+      assert (!(push_i && !fifo_ready)) else $error("csd_update_wr_port: push into full FIFO");
     end
   end
 `endif

@@ -1,14 +1,15 @@
-// csd_update_delay: a fixed delay line for datapath values, data_o = data_i Depth cycles ago.
+// csd_delay: a fixed delay line for datapath values, data_o = data_i Depth cycles ago.
 //
-// The updater's pipeline never stalls (back-pressure is handled by credits in front of it), so
-// aligning an operand with a later operation is a plain delay. Depth 0 is a wire; Depth 1..3 a
-// shift register; longer delays are a circular buffer with one write and one registered read
-// per cycle (an SRL / LUTRAM / BRAM in the FPGA; in simulation one copy per cycle instead of
-// Depth). Datapath only: the contents are not reset; the pointer, a control counter, is.
+// For pipelines that never stall (the updater's lanes: back-pressure is handled by credits in
+// front of them), where aligning an operand with a later operation is a plain delay. Depth 0
+// is a wire; Depth 1..3 a shift register; longer delays are a circular buffer with one write
+// and one registered read per cycle (an SRL / LUTRAM / BRAM in the FPGA; in simulation one copy
+// per cycle instead of Depth). Datapath only: the contents are not reset; the pointer, a
+// control counter, is.
 
 `default_nettype none
 
-module csd_update_delay #(
+module csd_delay #(
   /// Bits per value.
   parameter int unsigned Width = 32,
   /// Delay in cycles (0: combinational pass-through).

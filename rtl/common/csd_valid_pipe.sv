@@ -1,12 +1,12 @@
-// csd_fp_valid_pipe: the valid bit of a fully pipelined fp unit, delayed by the unit's latency.
+// csd_valid_pipe: the valid bit of a fully pipelined unit, delayed by the unit's latency.
 //
-// The fp units do not stall and their datapath registers are not reset; this shift register is
-// their only control state. It is reset synchronously, so a unit comes out of reset with no
-// result in flight whatever its datapath registers hold.
+// For units that do not stall and whose datapath registers are not reset (the fp units of
+// rtl/fp): this shift register is their only control state. It is reset synchronously, so a
+// unit comes out of reset with no result in flight whatever its datapath registers hold.
 
 `default_nettype none
 
-module csd_fp_valid_pipe #(
+module csd_valid_pipe #(
   /// Delay in cycles (the unit's latency), at least 1.
   parameter int unsigned Depth = 1
 ) (
