@@ -1,4 +1,5 @@
-// The RTL kernel (rtl/kernels/updater/csd_update.sv through the AXI harness) against the host
+// The RTL kernel (csd_update: the generated top around rtl/kernels/updater/csd_update_kernel.sv,
+// through the AXI harness) against the host
 // model: every byte of every buffer, every optimizer variant x gradient dtype x output dtype x
 // dense/sparse x IEEE/FTZ, sizes that are not multiples of the lane count or of a burst, buffers
 // spanning many 4 KiB pages, special values, several memory back-pressure seeds; malformed

@@ -1,4 +1,5 @@
-// The updater's RTL (rtl/kernels/updater/csd_update.sv) run by Verilator behind the harness of
+// The updater's RTL (the generated top csd_update around rtl/kernels/updater/csd_update_kernel.sv)
+// run by Verilator behind the harness of
 // emu/harness: seven AXI4 memory slaves over the caller's buffers (device address = host
 // address), the AXI4-Lite control port and ap_ctrl_hs — a launch looks like a launch on a card:
 // write arguments, start, wait for done, read status from memory.

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "csdkit/platform/splitmix.h"
+
 #if VM_TRACE_FST
 #include <verilated_fst_c.h>
 #endif
@@ -82,15 +84,11 @@ struct RunResult {
   uint64_t word_bytes = 0;
 };
 
-/// splitmix64.
+/// The kit's splitmix64 with the bench's two draws.
 struct Rng {
-  uint64_t s;
-  uint64_t Next() {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  csdkit::SplitMix64 g;
+  explicit Rng(uint64_t seed) : g{seed} {}
+  uint64_t Next() { return g.Next(); }
   bool Chance(double p) { return p >= 1.0 || static_cast<double>(Next() >> 11) * 0x1p-53 < p; }
   uint64_t Below(uint64_t n) { return n == 0 ? 0 : Next() % n; }
 };
