@@ -27,8 +27,6 @@ namespace csdkit {
 // generator (flows/tools/flow_files.cpp) write: elements with quoted attributes, comments, the
 // five predefined entities.
 
-namespace xclbin_internal {
-
 std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -51,8 +49,6 @@ std::string XmlEscape(const std::string& s) {
   }
   return out;
 }
-
-}  // namespace xclbin_internal
 
 namespace {
 

@@ -53,11 +53,6 @@ struct SectionRef {
 /// dereference; returns its section table. Throws XclbinError (kFormat) with what is wrong.
 std::vector<SectionRef> ValidateAxlf(const std::string& path, const std::vector<char>& data);
 
-// ---- Kernel XML (kernel_xml.cpp) ------------------------------------------------------------
-
-/// `s` with & < > " replaced by their entities, for an XML attribute value.
-std::string XmlEscape(const std::string& s);
-
 }  // namespace xclbin_internal
 }  // namespace csdkit
 

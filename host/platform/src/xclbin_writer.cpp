@@ -30,7 +30,6 @@ namespace {
 using xclbin_internal::Hex;
 using xclbin_internal::Kind;
 using xclbin_internal::Upper;
-using xclbin_internal::XmlEscape;
 
 /// EMBEDDED_METADATA in the layout v++ writes (project > platform > device > core > kernel),
 /// the kernel's interfaces named as v++ names those of an HLS kernel.

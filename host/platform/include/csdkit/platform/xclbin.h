@@ -117,6 +117,10 @@ struct EmulationXclbinOptions {
 /// derived from the metadata (same description, same uuid). Throws XclbinError (kIo).
 void WriteEmulationXclbin(const std::string& path, const EmulationXclbinOptions& options = {});
 
+/// `s` with & < > " replaced by their entities, for an XML attribute value (the emulated
+/// xclbin's metadata, the flows' kernel.xml).
+std::string XmlEscape(const std::string& s);
+
 }  // namespace csdkit
 
 #endif  // CSDKIT_XCLBIN_H_
