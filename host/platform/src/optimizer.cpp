@@ -180,6 +180,19 @@ const char* OutDTypeName(DType t) { return t == DType::kFp32 ? "none" : DTypeNam
 
 unsigned DTypeBytes(DType t) { return t == DType::kFp32 ? 4u : 2u; }
 
+nlohmann::json HyperToJson(const OptimizerConfig& h) {
+  return {{"lr", h.lr},
+          {"beta1", h.beta1},
+          {"beta2", h.beta2},
+          {"eps", h.eps},
+          {"weight_decay", h.weight_decay},
+          {"momentum", h.momentum},
+          {"dampening", h.dampening},
+          {"nesterov", h.nesterov},
+          {"lr_decay", h.lr_decay},
+          {"initial_accumulator_value", h.initial_accumulator_value}};
+}
+
 std::vector<std::string> OptimizerNames() {
   std::vector<std::string> v;
   for (uint32_t i = 0; i < hls::kNumOptimizers; ++i) v.push_back(OptimizerName(static_cast<Optimizer>(i)));

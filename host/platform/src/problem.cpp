@@ -150,19 +150,9 @@ void DumpProblem(const std::string& dir, const Problem& p, const UpdateBuffers& 
   j["sparse"] = p.spec.grad.sparse;
   j["topk"] = p.spec.topk;
   j["ftz"] = p.spec.grad.ftz;
-  const OptimizerConfig& h = p.spec.hyper;
-  j["hyper"] = {{"lr", h.lr},
-                {"beta1", h.beta1},
-                {"beta2", h.beta2},
-                {"eps", h.eps},
-                {"weight_decay", h.weight_decay},
-                {"momentum", h.momentum},
-                {"dampening", h.dampening},
-                {"nesterov", h.nesterov},
-                {"lr_decay", h.lr_decay},
-                {"initial_accumulator_value", h.initial_accumulator_value},
-                {"loss_scale", p.spec.grad.loss_scale},
-                {"clip_coef", p.spec.grad.clip_coef}};
+  j["hyper"] = HyperToJson(p.spec.hyper);
+  j["hyper"]["loss_scale"] = p.spec.grad.loss_scale;
+  j["hyper"]["clip_coef"] = p.spec.grad.clip_coef;
   // Every kernel argument in table order: scalars with value and bits, pointers by buffer.
   UpdateLaunch<bool> launch;
   launch.SetScalars(p.spec.n, p.nnz, p.launch);

@@ -27,7 +27,6 @@ namespace csdkit {
 using store_internal::Fail;
 using store_internal::Get;
 using store_internal::HyperFromJson;
-using store_internal::HyperToJson;
 
 void (*Store::commit_hook)(const char* stage) = nullptr;
 

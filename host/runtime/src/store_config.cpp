@@ -7,19 +7,6 @@ namespace csdkit {
 
 namespace store_internal {
 
-nlohmann::json HyperToJson(const OptimizerConfig& h) {
-  return {{"lr", h.lr},
-          {"beta1", h.beta1},
-          {"beta2", h.beta2},
-          {"eps", h.eps},
-          {"weight_decay", h.weight_decay},
-          {"momentum", h.momentum},
-          {"dampening", h.dampening},
-          {"nesterov", h.nesterov},
-          {"lr_decay", h.lr_decay},
-          {"initial_accumulator_value", h.initial_accumulator_value}};
-}
-
 void HyperFromJson(const nlohmann::json& h, const std::string& hw, OptimizerConfig* c) {
   c->lr = Get<double>(h, "lr", hw);
   c->beta1 = Get<double>(h, "beta1", hw);
@@ -38,7 +25,6 @@ void HyperFromJson(const nlohmann::json& h, const std::string& hw, OptimizerConf
 using store_internal::Fail;
 using store_internal::Get;
 using store_internal::HyperFromJson;
-using store_internal::HyperToJson;
 
 std::vector<std::string> StateVariables(const OptimizerConfig& h) {
   std::vector<std::string> v{"theta"};

@@ -23,8 +23,7 @@ T Get(const nlohmann::json& j, const char* key, const std::string& where) {
   }
 }
 
-/// Hyper-parameters as the manifest stores them (PyTorch's names).
-nlohmann::json HyperToJson(const OptimizerConfig& h);
+/// Hyper-parameters as the manifest stores them (HyperToJson's names).
 void HyperFromJson(const nlohmann::json& h, const std::string& where, OptimizerConfig* c);
 
 }  // namespace csdkit::store_internal

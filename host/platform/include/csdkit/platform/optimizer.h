@@ -4,6 +4,7 @@
 #define CSDKIT_PLATFORM_OPTIMIZER_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ Optimizer ParseOptimizer(const std::string& s);
 DType ParseGradDType(const std::string& s);
 DType ParseOutDType(const std::string& s);
 unsigned DTypeBytes(DType t);
+
+/// The hyper-parameters by PyTorch's names (lr, beta1, ..., initial_accumulator_value), as the
+/// store's manifest and the golden vectors record them.
+nlohmann::json HyperToJson(const OptimizerConfig& h);
 
 /// Rounds a double to the nearest binary32 and returns its bits.
 uint32_t F32Bits(double x);
