@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "test_dir.h"
 #include "csdkit/csdkit.h"
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
@@ -26,12 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string TestDir(const std::string& name) {
-  const std::string d = std::string(CSDKIT_TEST_DIR) + "/" + name;
-  fs::remove_all(d);
-  fs::create_directories(fs::path(d).parent_path());
-  return d;
-}
+using testing::TestDir;
 
 // The model of model_store_test: two groups, the second on the next 65536 boundary.
 struct Model {

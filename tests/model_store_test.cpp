@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "test_dir.h"
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/sparse.h"
@@ -30,12 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string TestDir(const std::string& name) {
-  const std::string d = std::string(CSDKIT_TEST_DIR) + "/" + name;
-  fs::remove_all(d);
-  fs::create_directories(fs::path(d).parent_path());
-  return d;
-}
+using testing::TestDir;
 
 // Two groups: three tensors (the second group starts at the next 65536 boundary).
 ParamLayout TwoGroups() {

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "test_dir.h"
 #include "csdkit/hls/sparse.h"
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/sizing.h"
@@ -28,13 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Stores live under the build tree: O_DIRECT needs a real filesystem (not tmpfs).
-std::string TestDir(const std::string& name) {
-  const std::string d = std::string(CSDKIT_TEST_DIR) + "/" + name;
-  fs::remove_all(d);
-  fs::create_directories(fs::path(d).parent_path());
-  return d;
-}
+using testing::TestDir;
 
 // Emulated SmartSSDs with the link model (the device set) and a scheduler on them.
 DeviceSpec Devices(const Store& s, uint64_t mem) {

@@ -1,0 +1,21 @@
+// A fresh directory for a test's stores: CSDKIT_TEST_DIR/<name>, under the build tree (O_DIRECT
+// needs a real filesystem, not tmpfs), removed first; only its parent is created. Each test
+// target defines CSDKIT_TEST_DIR (its own directory in the build tree).
+#ifndef CSDKIT_TESTS_TEST_DIR_H_
+#define CSDKIT_TESTS_TEST_DIR_H_
+
+#include <filesystem>
+#include <string>
+
+namespace csdkit::testing {
+
+inline std::string TestDir(const std::string& name) {
+  const std::string d = std::string(CSDKIT_TEST_DIR) + "/" + name;
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(std::filesystem::path(d).parent_path());
+  return d;
+}
+
+}  // namespace csdkit::testing
+
+#endif  // CSDKIT_TESTS_TEST_DIR_H_
