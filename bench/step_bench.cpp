@@ -14,8 +14,14 @@ namespace csdkit::bench {
 
 nlohmann::json StepBench(const StepBenchOptions& o) {
   namespace fs = std::filesystem;
-  fs::remove_all(o.dir);
-  fs::create_directories(o.dir);
+  // The work directory must be absent or empty: the benchmark removes afterwards only what it
+  // created (its store, and the directory if it made it).
+  std::error_code ec;
+  if (fs::exists(o.dir) && !fs::is_empty(o.dir, ec)) {
+    throw std::invalid_argument("--dir: expected an absent or empty directory, found '" + o.dir +
+                                "' with files in it; choose another --dir");
+  }
+  const bool made_dir = fs::create_directories(o.dir);
   StoreConfig c;
   c.params = o.params;
   c.devices = o.devices;
@@ -76,7 +82,10 @@ nlohmann::json StepBench(const StepBenchOptions& o) {
                    {"compute_seconds", base_rep.compute_seconds},
                    {"virtual_seconds", base_rep.virtual_seconds},
                    {"bytes", base_rep.bytes.ToJson()}};
-  if (!o.keep) fs::remove_all(o.dir);
+  if (!o.keep) {
+    fs::remove_all(o.dir + "/store");
+    if (made_dir) fs::remove(o.dir);
+  }
   return j;
 }
 

@@ -287,8 +287,15 @@ void AddRun(CLI::App& app) {
     const char* mode[2] = {"baseline", "smart"};
     std::vector<StepReport> reps[2];
     nlohmann::json desc;
+    // The two stores are this command's own: it never removes what it did not create.
+    for (const std::string& d : sdir) {
+      if (fs::exists(d)) {
+        throw std::invalid_argument("--dir: expected no '" + d + "' (run creates it and removes "
+                                    "it afterwards unless --keep), found one; remove it or "
+                                    "choose another --dir");
+      }
+    }
     for (int m = 0; m < 2; ++m) {
-      fs::remove_all(sdir[m]);
       InitOpts io;
       io.devices = o->devices;
       io.params = o->params;
