@@ -257,12 +257,12 @@ TEST(CApi, OpenRefusesMissingForeignAndOpenStores) {
   csdkit_store* b = nullptr;
   // Two opens: the creating handle holds the store.
   EXPECT_FAILS(csdkit_store_open(dir.c_str(), &d, &m.layout, &b), CSDKIT_STORE_ERROR,
-               "open by another handle", nullptr);
+               "one writer per store", nullptr);
   EXPECT_EQ(b, nullptr);
   ASSERT_EQ(csdkit_store_close(a), CSDKIT_OK);
   ASSERT_EQ(csdkit_store_open(dir.c_str(), &d, &m.layout, &a), CSDKIT_OK) << csdkit_last_error();
   EXPECT_FAILS(csdkit_store_open(dir.c_str(), &d, &m.layout, &b), CSDKIT_STORE_ERROR,
-               "open by another handle", nullptr);
+               "one writer per store", nullptr);
   ASSERT_EQ(csdkit_store_close(a), CSDKIT_OK);
   // Another model: one element more in the head.
   Model other;
@@ -543,6 +543,72 @@ TEST(CApi, FoundInfAndNonFiniteGradientsSkip) {
   ASSERT_EQ(csdkit_store_step(s, &step), CSDKIT_OK);
   EXPECT_EQ(step, 1);
   EXPECT_EQ(csdkit_store_close(s), CSDKIT_OK);
+}
+
+// A checkpoint through the C API: the state of one store exported and imported into another at
+// its step; both then take the same step to the same bytes. Refusals write nothing.
+TEST(CApi, StateExportImportMovesACheckpoint) {
+  const Model m;
+  const std::vector<uint16_t> w = Halves(m.packed(), 21, 0.5);
+  const csdkit_device_spec d = Devices(2);
+  const csdkit_store_config c = Config();
+  const std::vector<csdkit_hyper> h = Hyper();
+  csdkit_store *a = nullptr, *b = nullptr;
+  ASSERT_EQ(csdkit_store_create(TestDir("ckpt_a").c_str(), &d, &c, &m.layout, h.data(), 2,
+                                w.data(), CSDKIT_FP16, &a), CSDKIT_OK) << csdkit_last_error();
+  ASSERT_EQ(csdkit_store_create(TestDir("ckpt_b").c_str(), &d, &c, &m.layout, h.data(), 2,
+                                Halves(m.packed(), 22, 0.5).data(), CSDKIT_FP16, &b), CSDKIT_OK)
+      << csdkit_last_error();
+  std::vector<std::vector<uint16_t>> g;
+  for (int t = 0; t < 3; ++t) g.push_back(Halves(m.packed(), 30 + t, 4.0));
+  for (int t = 0; t < 2; ++t) {
+    const auto gp = Split<const uint16_t, const void*>(g[t].data(), m);
+    ASSERT_EQ(csdkit_step(a, gp.data(), 3, nullptr, nullptr, nullptr), CSDKIT_OK)
+        << csdkit_last_error();
+  }
+  // Export a's theta, m, v; import into b at a's step.
+  std::vector<std::vector<float>> st(3, std::vector<float>(m.packed()));
+  std::vector<std::vector<float*>> sp;
+  for (int v = 0; v < 3; ++v) {
+    sp.push_back(Split<float, float*>(st[v].data(), m));
+    ASSERT_EQ(csdkit_state_export(a, static_cast<csdkit_state_var>(v), sp[v].data(), 3), CSDKIT_OK)
+        << csdkit_last_error();
+  }
+  std::vector<const void*> theta(sp[0].begin(), sp[0].end());
+  std::vector<const float*> mm(sp[1].begin(), sp[1].end()), vv(sp[2].begin(), sp[2].end());
+  const auto I = CSDKIT_INVALID_ARGUMENT;
+  EXPECT_FAILS(csdkit_state_import(b, -1, theta.data(), CSDKIT_FP32, mm.data(), vv.data(), 3), I,
+               "step", b);
+  EXPECT_FAILS(csdkit_state_import(b, 2, nullptr, CSDKIT_FP32, mm.data(), vv.data(), 3), I,
+               "theta", b);
+  EXPECT_FAILS(csdkit_state_import(b, 2, theta.data(), CSDKIT_FP32, mm.data(), vv.data(), 2), I,
+               "n_tensors", b);
+  st[2][5] = -1.0f;
+  EXPECT_FAILS(csdkit_state_import(b, 2, theta.data(), CSDKIT_FP32, mm.data(), vv.data(), 3), I,
+               "v of tensor 'embed.weight'", b);
+  st[2][5] = 0.0f;
+  ASSERT_EQ(csdkit_state_export(a, CSDKIT_STATE_V, sp[2].data(), 3), CSDKIT_OK);
+  int64_t step = -1;
+  ASSERT_EQ(csdkit_store_step(b, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 0);  // the refusals committed nothing
+  ASSERT_EQ(csdkit_state_import(b, 2, theta.data(), CSDKIT_FP32, mm.data(), vv.data(), 3),
+            CSDKIT_OK) << csdkit_last_error();
+  ASSERT_EQ(csdkit_store_step(b, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 2);
+  std::vector<uint16_t> out(m.packed());
+  auto op = Split<uint16_t, void*>(out.data(), m);
+  EXPECT_FAILS(csdkit_weights_out(b, op.data(), 3), CSDKIT_BAD_STATE, "no step", b);
+  const auto gp = Split<const uint16_t, const void*>(g[2].data(), m);
+  ASSERT_EQ(csdkit_step(a, gp.data(), 3, nullptr, nullptr, nullptr), CSDKIT_OK);
+  ASSERT_EQ(csdkit_step(b, gp.data(), 3, nullptr, nullptr, nullptr), CSDKIT_OK);
+  ASSERT_EQ(csdkit_store_close(a), CSDKIT_OK);
+  ASSERT_EQ(csdkit_store_close(b), CSDKIT_OK);
+  const Store sa = Store::Open(std::string(CSDKIT_TEST_DIR) + "/ckpt_a", m.Cxx(), StoreAccess::kRead);
+  const Store sb = Store::Open(std::string(CSDKIT_TEST_DIR) + "/ckpt_b", m.Cxx(), StoreAccess::kRead);
+  EXPECT_EQ(sb.step(), 3);
+  for (unsigned v = 0; v < 3; ++v) {
+    EXPECT_TRUE(ReadVar(sa, v) == ReadVar(sb, v)) << "variable " << v << " after step 3";
+  }
 }
 
 }  // namespace

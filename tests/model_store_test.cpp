@@ -156,12 +156,19 @@ TEST(ModelStore, OpenRefusesAnotherModel) {
   } catch (const StoreError& e) {
     EXPECT_NE(std::string(e.what()).find("another model"), std::string::npos) << e.what();
   }
-  Store plain = Store::Create(TestDir("model_plain"), [] {
+  const std::string plain = TestDir("model_plain");
+  Store::Create(plain, [] {
     StoreConfig p = AdamW(1);
     p.params = 1000;
     return p;
   }());
-  EXPECT_THROW(Store::Open(plain.dir(), l), StoreError);
+  try {
+    Store::Open(plain, l);
+    ADD_FAILURE() << "opened a store without a layout as a model's";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("without a parameter layout"), std::string::npos)
+        << e.what();
+  }
   EXPECT_THROW(Store::CreateForModel(TestDir("model_bad_groups"), c, l, {c.hyper}, w.data(),
                                      DType::kFp16),
                std::invalid_argument);
@@ -200,7 +207,10 @@ TEST(ModelStore, PerGroupHyperParametersEqualTheKernelPerGroup) {
     o.mode = UpdateMode::kBaseline;
     ASSERT_FALSE(sb.Step(GradientSet::Synthetic(base, t, t == 2 ? 0.05 : 0.0), o).skipped);
     ASSERT_EQ(smart.group_hyper()[0].lr, h0.lr);
-    ASSERT_EQ(Store::Open(smart.dir(), l).group_hyper()[1].lr, h1.lr);
+    {  // what the manifest on storage records (the store is open: read the file)
+      std::ifstream mf(smart.dir() + "/manifest.json");
+      ASSERT_EQ(nlohmann::json::parse(mf).at("group_hyper").at(1).at("lr").get<double>(), h1.lr);
+    }
     if (t == 1) {
       // Step 1 against the kernel run per group on host arrays.
       const std::vector<uint32_t> th1 = ReadTheta(smart);

@@ -18,3 +18,9 @@ target_link_libraries(model_store_test PRIVATE csdkit_runtime csdkit_system)
 target_compile_definitions(model_store_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/model_store_test_stores")
 gtest_discover_tests(model_store_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+
+csdkit_test(state_io_test)
+target_link_libraries(state_io_test PRIVATE csdkit_runtime csdkit_system)
+target_compile_definitions(state_io_test PRIVATE
+  CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/state_io_test_stores")
+gtest_discover_tests(state_io_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)

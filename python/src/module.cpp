@@ -259,6 +259,96 @@ class PySession {
     return d;
   }
 
+  void ExportState(const std::string& var, const py::list& dst) {
+    const Store& st = s_->store();
+    const ParamLayout& l = *st.layout();
+    const size_t nt = l.tensors().size();
+    if (dst.size() != nt) {
+      throw std::invalid_argument("dst: expected one float32 tensor per layout entry (" +
+                                  std::to_string(nt) + "), found " + std::to_string(dst.size()));
+    }
+    StateVariableIndex(st, var);  // an unknown variable before any tensor is looked at
+    std::vector<float*> p(nt, nullptr);
+    for (size_t t = 0; t < nt; ++t) {
+      if (dst[t].is_none()) continue;
+      p[t] = static_cast<float*>(ReadTensor(dst[t],
+                                            "dst[" + std::to_string(t) + "] (" +
+                                                TensorName(st, t) + ")",
+                                            DType::kFp32, l.tensors()[t].numel, true)
+                                     .data);
+    }
+    py::gil_scoped_release nogil;
+    s_->Export(var, p);
+  }
+
+  void ImportState(int64_t step, const py::list& theta, std::optional<py::list> m,
+                   std::optional<py::list> v, std::optional<std::vector<py::dict>> group_hyper) {
+    const Store& st = s_->store();
+    const ParamLayout& l = *st.layout();
+    const size_t nt = l.tensors().size();
+    StateImport in;
+    in.step = step;
+    auto count = [&](const py::list& x, const char* what) {
+      if (x.size() != nt) {
+        throw std::invalid_argument(std::string(what) + ": expected one entry per layout entry (" +
+                                    std::to_string(nt) + "; None = " +
+                                    (std::string(what) == "theta" ? "keep the store's"
+                                                                  : "the initial value") +
+                                    "), found " + std::to_string(x.size()));
+      }
+    };
+    count(theta, "theta");
+    std::optional<DType> td;
+    for (size_t t = 0; t < nt; ++t) {
+      if (theta[t].is_none()) {
+        in.theta.push_back(nullptr);
+        continue;
+      }
+      const TensorArg a = ReadTensor(theta[t],
+                                     "theta[" + std::to_string(t) + "] (" + TensorName(st, t) + ")",
+                                     td, l.tensors()[t].numel, false);
+      td = a.dtype;
+      in.theta.push_back(a.data);
+    }
+    in.theta_dtype = td.value_or(DType::kFp32);
+    auto floats = [&](const std::optional<py::list>& x, const char* what,
+                      std::vector<const float*>* out) {
+      if (!x) return;
+      count(*x, what);
+      for (size_t t = 0; t < nt; ++t) {
+        out->push_back((*x)[t].is_none()
+                           ? nullptr
+                           : static_cast<const float*>(
+                                 ReadTensor((*x)[t],
+                                            std::string(what) + "[" + std::to_string(t) + "] (" +
+                                                TensorName(st, t) + ")",
+                                            DType::kFp32, l.tensors()[t].numel, false)
+                                     .data));
+      }
+    };
+    floats(m, "m", &in.m);
+    floats(v, "v", &in.v);
+    if (group_hyper) {
+      if (group_hyper->size() != st.group_hyper().size()) {
+        throw std::invalid_argument("group_hyper: expected one dict per param group (" +
+                                    std::to_string(st.group_hyper().size()) + "), found " +
+                                    std::to_string(group_hyper->size()));
+      }
+      for (size_t k = 0; k < group_hyper->size(); ++k) {
+        in.group_hyper.push_back(HyperFromPy((*group_hyper)[k], st.group_hyper()[k],
+                                             "group_hyper[" + std::to_string(k) + "]"));
+      }
+    }
+    py::gil_scoped_release nogil;
+    s_->Import(in);
+  }
+
+  py::list vars() const {
+    py::list l;
+    for (const std::string& v : s_->store().vars()) l.append(v);
+    return l;
+  }
+
   int64_t step() const { return s_->store().step(); }
   std::string dir() const { return s_->store().dir(); }
   unsigned devices() const { return s_->store().config().devices; }
@@ -338,6 +428,24 @@ return_norm: add 'grad_norm' (L2 norm of the gradients as given) to the report.
 weights_out: one tensor per layout entry to receive the new weights (the store's out dtype, or
   float32 for a store without a low-precision copy); tensors without a gradient are not written.
 mode: 'smart' (SmartUpdate) or 'baseline'.)")
+      .def("export_state", &PySession::ExportState, py::arg("var"), py::arg("dst"),
+           R"(Reads state variable `var` ('theta', 'm' or 'v'; see `vars`) of the committed step
+into `dst`: one writable float32 tensor per layout entry (None: skipped). Every subgroup's CRC is
+checked as it is read (StoreError naming the file and subgroup on a mismatch).)")
+      .def("import_state", &PySession::ImportState, py::arg("step"), py::arg("theta"),
+           py::kw_only(), py::arg("m") = py::none(), py::arg("v") = py::none(),
+           py::arg("group_hyper") = py::none(),
+           R"(Replaces the whole state and commits it as step `step` (>= 0), atomically.
+
+theta: one tensor per layout entry (float32/float16/bfloat16, all of one dtype; widened
+  exactly), or None to keep the store's weights of that tensor.
+m, v: None, or one float32 tensor per layout entry (None entries: the initial value, 0 or
+  Adagrad's initial accumulator value); only variables the optimizer keeps (`vars`).
+group_hyper: the hyper-parameters recorded with the step, per group (on top of the current).
+Values are checked before anything is written: non-finite values (or a negative v) raise
+ValueError naming tensor and element.)")
+      .def_property_readonly("vars", &PySession::vars,
+                             "the state variables the store keeps: 'theta', then 'm' and/or 'v'")
       .def_property_readonly("step_count", &PySession::step, "the committed step")
       .def_property_readonly("dir", &PySession::dir)
       .def_property_readonly("devices", &PySession::devices)

@@ -67,4 +67,13 @@ StepReport Session::Step(const std::vector<const void*>& grads, const StepOption
   return rep;
 }
 
+void Session::Export(const std::string& var, const std::vector<float*>& dst) const {
+  ExportState(*store_, var, dst);
+}
+
+void Session::Import(const StateImport& in) {
+  ImportState(*store_, in);
+  scheduler_->InvalidateWeightsOut();
+}
+
 }  // namespace csdkit::py_binding

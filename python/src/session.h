@@ -10,6 +10,7 @@
 
 #include "csdkit/runtime/layout.h"
 #include "csdkit/runtime/scheduler.h"
+#include "csdkit/runtime/state_io.h"
 #include "csdkit/runtime/store.h"
 #include "csdkit/system/device_set.h"
 
@@ -46,6 +47,11 @@ class Session {
   /// clip_coef = min(1, max_norm / (norm / loss_scale + 1e-6)) replaces o.clip_coef.
   StepReport Step(const std::vector<const void*>& grads, const StepOptions& o, double max_norm,
                   double* l2norm, const std::vector<void*>* weights_out);
+  /// Reads state variable `var` of the committed step into per-tensor fp32 arrays (ExportState).
+  void Export(const std::string& var, const std::vector<float*>& dst) const;
+  /// Replaces the state and commits it at in.step (ImportState); the last step's weights are
+  /// forgotten.
+  void Import(const StateImport& in);
 
  private:
   Session() = default;

@@ -30,6 +30,7 @@
 #include "csdkit/runtime/layout.h"
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/sizing.h"
+#include "csdkit/runtime/state_io.h"
 #include "csdkit/runtime/store.h"
 #include "csdkit/system/device_set.h"
 
@@ -55,14 +56,12 @@ struct csdkit_store {
   std::unique_ptr<csdkit::DeviceSet> devices;
   std::unique_ptr<csdkit::Store> store;
   std::unique_ptr<csdkit::Scheduler> scheduler;
-  int lock_fd = -1;  // the store directory, flock'ed while the handle lives
   std::string last_error;
 
   ~csdkit_store() {
     scheduler.reset();
     store.reset();
     devices.reset();
-    if (lock_fd >= 0) ::close(lock_fd);
   }
 };
 
@@ -244,25 +243,18 @@ void CheckStore(const csdkit_store* h) {
   if (h == nullptr || !h->store) Invalid("store: expected an open store handle, found NULL");
 }
 
-/// Locks the store directory for this handle; refuses a store another handle holds.
-int LockStoreDir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    throw csdkit::StoreError("store '" + dir + "': expected a store directory, found " +
-                             (errno == ENOENT ? "nothing" : std::string(std::strerror(errno))));
+/// The store's name of a state variable.
+std::string StateVarName(csdkit_state_var var) {
+  switch (var) {
+    case CSDKIT_STATE_THETA:
+      return "theta";
+    case CSDKIT_STATE_M:
+      return "m";
+    case CSDKIT_STATE_V:
+      return "v";
   }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    ::close(fd);
-    if (e == EWOULDBLOCK) {
-      throw csdkit::StoreError("store '" + dir +
-                               "': expected a store no one has open, found it "
-                               "open by another handle (in this or another process); close "
-                               "that one first");
-    }
-    throw csdkit::StoreError("store '" + dir + "': cannot lock it: " + std::strerror(e));
-  }
-  return fd;
+  Invalid("var: expected CSDKIT_STATE_THETA, _M or _V, found " +
+          std::to_string(static_cast<int>(var)));
 }
 
 /// Opens the devices, checking that there is one per shard.
@@ -424,7 +416,6 @@ csdkit_status csdkit_store_create(const char* dir, const csdkit_device_spec* dev
     }
     h->store = std::make_unique<csdkit::Store>(
         csdkit::Store::CreateForModel(dir, c, l, groups, weights, wd));
-    h->lock_fd = LockStoreDir(dir);
     h->scheduler = std::make_unique<csdkit::Scheduler>(*h->store, *h->devices);
     *out = h.release();
   });
@@ -439,7 +430,6 @@ csdkit_status csdkit_store_open(const char* dir, const csdkit_device_spec* devic
     NotNull(devices, "devices");
     const csdkit::ParamLayout l = ToLayout(layout);
     auto h = std::make_unique<csdkit_store>();
-    h->lock_fd = LockStoreDir(dir);
     h->store = std::make_unique<csdkit::Store>(csdkit::Store::Open(dir, l));
     h->devices = OpenDevices(devices, h->store->config().devices);
     h->scheduler = std::make_unique<csdkit::Scheduler>(*h->store, *h->devices);
@@ -543,43 +533,31 @@ csdkit_status csdkit_state_export(csdkit_store* store, csdkit_state_var var, flo
   return Guard(store, [&] {
     CheckStore(store);
     const csdkit::Store& s = *store->store;
+    CheckTensorPointers(*s.layout(), dst, n_tensors, "dst");
+    csdkit::ExportState(s, StateVarName(var), std::vector<float*>(dst, dst + n_tensors));
+  });
+}
+
+csdkit_status csdkit_state_import(csdkit_store* store, int64_t step, const void* const* theta,
+                                  csdkit_dtype theta_dtype, const float* const* m,
+                                  const float* const* v, size_t n_tensors) {
+  return Guard(store, [&] {
+    CheckStore(store);
+    csdkit::Store& s = *store->store;
     const csdkit::ParamLayout& l = *s.layout();
-    CheckTensorPointers(l, dst, n_tensors, "dst");
-    static const char* const kNames[] = {"theta", "m", "v"};
-    if (static_cast<int>(var) < 0 || static_cast<int>(var) > 2) {
-      Invalid("var: expected CSDKIT_STATE_THETA, _M or _V, found " +
-              std::to_string(static_cast<int>(var)));
+    NotNull(theta, "theta");
+    if (n_tensors != l.tensors().size()) {
+      Invalid("n_tensors: expected the layout's " + std::to_string(l.tensors().size()) +
+              " tensors, found " + std::to_string(n_tensors));
     }
-    const auto it = std::find(s.vars().begin(), s.vars().end(), kNames[var]);
-    if (it == s.vars().end()) {
-      Invalid(std::string("var: the store's optimizer (") +
-              csdkit::OptimizerName(s.config().hyper.opt) + ") keeps no '" + kNames[var] + "'");
-    }
-    const unsigned v = static_cast<unsigned>(it - s.vars().begin());
-    // The committed slot, one subgroup at a time, CRC-checked, scattered into the tensors.
-    csdkit::aio::Engine engine;
-    csdkit::AlignedBuffer buf(static_cast<size_t>(s.config().subgroup_elems) * 4);
-    for (const csdkit::Shard& sh : s.shards()) {
-      for (const csdkit::Subgroup& g : s.Subgroups(sh.device)) {
-        engine.Read(s.file(sh.device, v, s.slot()), g.file_offset(), buf.data(), g.io_bytes());
-        const uint32_t crc = csdkit::Crc32(buf.data(), 4ull * g.n);
-        if (crc != s.checksum(sh.device, v, g.index)) {
-          char b[64];
-          std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x",
-                        s.checksum(sh.device, v, g.index), crc);
-          throw csdkit::StoreError("store '" + s.dir() +
-                                   "' is corrupt: " + s.FilePath(sh.device, v, s.slot()) +
-                                   " subgroup " + std::to_string(g.index) + ": " + b);
-        }
-        const uint64_t base = sh.begin + g.begin;
-        const float* x = buf.as<float>();
-        for (size_t t = 0; t < l.tensors().size(); ++t) {
-          const uint64_t tb = l.offset(t), te = tb + l.tensors()[t].numel;
-          const uint64_t lo = std::max(tb, base), hi = std::min(te, base + g.n);
-          if (lo < hi) std::memcpy(dst[t] + (lo - tb), x + (lo - base), 4 * (hi - lo));
-        }
-      }
-    }
+    csdkit::StateImport in;
+    in.step = step;
+    in.theta_dtype = ToDType(theta_dtype, "theta_dtype");
+    in.theta.assign(theta, theta + n_tensors);
+    if (m) in.m.assign(m, m + n_tensors);
+    if (v) in.v.assign(v, v + n_tensors);
+    csdkit::ImportState(s, in);
+    store->scheduler->InvalidateWeightsOut();
   });
 }
 

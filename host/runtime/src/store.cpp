@@ -1,6 +1,7 @@
 #include "csdkit/runtime/store.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +36,32 @@ namespace {
 constexpr const char* kFormat = "csdkit-store-1";
 
 std::string ErrnoText() { return std::strerror(errno); }
+
+// Takes D/lock (created if absent) without waiting: exclusive for a writer, shared for a reader.
+// The returned handle closes the file, and so drops the lock, when its last copy goes.
+std::shared_ptr<const int> LockStore(const std::string& dir, StoreAccess access) {
+  const std::string path = dir + "/lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) Fail("store '" + dir + "': cannot open its lock file '" + path + "': " + ErrnoText());
+  const bool write = access == StoreAccess::kWrite;
+  if (::flock(fd, (write ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+    const int e = errno;
+    ::close(fd);
+    if (e == EWOULDBLOCK) {
+      Fail("store '" + dir + "': expected " +
+           (write ? std::string("no one else to have it open (one writer per store)")
+                  : std::string("no writer to have it open")) +
+           ", found it open for " + (write ? "reading or writing" : "writing") +
+           " (by another optimizer, handle or command, in this process or another); close "
+           "that one first");
+    }
+    Fail("store '" + dir + "': cannot lock '" + path + "': " + std::strerror(e));
+  }
+  return std::shared_ptr<const int>(new int(fd), [](const int* p) {
+    ::close(*p);
+    delete p;
+  });
+}
 
 void FsyncPath(const std::string& path, bool dir) {
   const int fd = ::open(path.c_str(), (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
@@ -179,7 +206,7 @@ void Store::OpenFiles() {
   }
 }
 
-void Store::WriteManifest(int64_t step, const Checksums& crcs, bool initial) {
+void Store::WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bool initial) {
   nlohmann::json j;
   j["format"] = kFormat;
   j["store_id"] = store_id_;
@@ -192,7 +219,7 @@ void Store::WriteManifest(int64_t step, const Checksums& crcs, bool initial) {
   j["shards"] = sh;
   j["vars"] = vars_;
   j["committed_step"] = step;
-  j["slot"] = step % 2;
+  j["slot"] = slot;
   nlohmann::json cj = nlohmann::json::array();
   for (unsigned d = 0; d < cfg_.devices; ++d) {
     nlohmann::json dj = nlohmann::json::object();
@@ -263,12 +290,17 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
     struct stat st {};
     ::stat(dir.c_str(), &st);
     if (!S_ISDIR(st.st_mode)) Fail("'" + dir + "': expected a directory, found a file");
+  }
+  auto refuse_existing = [&] {
     if (::access((dir + "/manifest.json").c_str(), F_OK) == 0) {
       Fail("'" + dir + "': expected an empty or absent directory, found an existing store "
            "(remove it first, or use `csdkit step` on it)");
     }
-  }
+  };
+  refuse_existing();  // before the lock file is made in it
   Store s;
+  s.lock_ = LockStore(dir, StoreAccess::kWrite);
+  refuse_existing();  // made by another creator in the meantime
   s.dir_ = dir;
   s.cfg_ = cfg;
   s.has_layout_ = layout != nullptr;
@@ -315,9 +347,10 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
     }
     for (unsigned v = 0; v < s.vars_.size(); ++v) s.files_[d][v][0].Sync();
   }
-  s.WriteManifest(0, crcs, true);
+  s.WriteManifest(0, 0, crcs, true);
   s.crcs_ = crcs;
   s.step_ = 0;
+  s.slot_ = 0;
   return s;
 }
 
@@ -382,18 +415,24 @@ Store Store::CreateForModel(const std::string& dir, const StoreConfig& cfg_in,
       });
 }
 
-Store Store::Open(const std::string& dir) {
+Store Store::Open(const std::string& dir, StoreAccess access) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     Fail("store '" + dir + "': expected a directory created by `csdkit init`, found " +
          (errno == ENOENT ? std::string("nothing") : std::string("no directory")));
   }
+  if (::access((dir + "/manifest.json").c_str(), F_OK) != 0) {
+    Fail("store '" + dir + "': expected a store (its manifest.json), found none");
+  }
+  std::shared_ptr<const int> lock = LockStore(dir, access);
   const nlohmann::json j = ReadJsonFile(dir + "/manifest.json", "store '" + dir + "'");
   const std::string w = "store '" + dir + "' manifest";
   const std::string fmt = Get<std::string>(j, "format", w);
   if (fmt != kFormat) Fail(w + ": expected format '" + kFormat + "', found '" + fmt + "'");
   Store s;
   s.dir_ = dir;
+  s.lock_ = std::move(lock);
+  s.access_ = access;
   s.store_id_ = Get<std::string>(j, "store_id", w);
   s.cfg_ = StoreConfig::FromJson(Get<nlohmann::json>(j, "config", w));
   try {
@@ -432,10 +471,12 @@ Store Store::Open(const std::string& dir) {
     }
   }
   s.step_ = Get<int64_t>(j, "committed_step", w);
-  if (s.step_ < 0 || Get<int64_t>(j, "slot", w) != s.step_ % 2) {
-    Fail(w + ": expected slot = committed_step % 2, found step " + std::to_string(s.step_) +
-         " and slot " + std::to_string(Get<int64_t>(j, "slot", w)));
+  const int64_t slot = Get<int64_t>(j, "slot", w);
+  if (s.step_ < 0 || (slot != 0 && slot != 1)) {
+    Fail(w + ": expected committed_step >= 0 and slot 0 or 1, found step " +
+         std::to_string(s.step_) + " and slot " + std::to_string(slot));
   }
+  s.slot_ = static_cast<unsigned>(slot);
   s.shards_ = MakeShards(s.cfg_.params, s.cfg_.devices, s.has_layout_ ? hls::kBlockElems : 1);
   s.vars_ = StateVariables(s.cfg_.hyper);
   const auto sh = Get<nlohmann::json>(j, "shards", w);
@@ -478,14 +519,28 @@ Store Store::Open(const std::string& dir) {
   return s;
 }
 
+void Store::RequireWriter(const char* what) const {
+  if (access_ != StoreAccess::kWrite) {
+    throw std::logic_error(std::string(what) + ": store '" + dir_ + "' was opened for reading");
+  }
+}
+
 void Store::SyncNextSlot() {
-  const unsigned next = static_cast<unsigned>((step_ + 1) % 2);
+  RequireWriter("SyncNextSlot");
+  const unsigned next = 1 - slot_;
   for (unsigned d = 0; d < cfg_.devices; ++d) {
     for (unsigned v = 0; v < vars_.size(); ++v) files_[d][v][next].Sync();
   }
 }
 
-void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used) {
+void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used,
+                   std::optional<int64_t> step) {
+  RequireWriter("Commit");
+  const int64_t next_step = step ? *step : step_ + 1;
+  if (next_step < 0) {
+    throw std::invalid_argument("commit: expected a step number >= 0, found " +
+                                std::to_string(next_step));
+  }
   SyncNextSlot();
   if (commit_hook) commit_hook("synced");
   const std::vector<OptimizerConfig> before = group_hyper_;
@@ -498,17 +553,18 @@ void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* us
     group_hyper_ = *used;
   }
   try {
-    WriteManifest(step_ + 1, crcs, false);
+    WriteManifest(next_step, 1 - slot_, crcs, false);
   } catch (...) {
     group_hyper_ = before;
     throw;
   }
   crcs_ = crcs;
-  ++step_;
+  step_ = next_step;
+  slot_ = 1 - slot_;
 }
 
-Store Store::Open(const std::string& dir, const ParamLayout& expected) {
-  Store s = Open(dir);
+Store Store::Open(const std::string& dir, const ParamLayout& expected, StoreAccess access) {
+  Store s = Open(dir, access);
   if (!s.has_layout_) {
     Fail("store '" + dir + "': expected a store created for a model (layout fingerprint " +
          expected.Fingerprint() + "), found a store without a parameter layout");

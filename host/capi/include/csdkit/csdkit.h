@@ -36,7 +36,7 @@ extern "C" {
 
 /** Version of this header; csdkit_version() gives the library's. */
 #define CSDKIT_VERSION_MAJOR 0
-#define CSDKIT_VERSION_MINOR 1
+#define CSDKIT_VERSION_MINOR 2
 #define CSDKIT_VERSION_PATCH 0
 /** MAJOR * 10000 + MINOR * 100 + PATCH. */
 #define CSDKIT_VERSION \
@@ -258,8 +258,8 @@ CSDKIT_API csdkit_status csdkit_store_create(const char* dir, const csdkit_devic
                                              csdkit_store** out);
 
 /** Opens the store of this model in `dir` at its committed step, on `devices` (count must be
- *  the store's device count). One handle at a time may hold a store: the directory is locked
- *  (flock) until csdkit_store_close. On success *out receives a new handle owned by the caller,
+ *  the store's device count). One writer at a time may hold a store (any handle, optimizer or
+ *  command of the kit, in any process): its lock file is flock'ed until csdkit_store_close. On success *out receives a new handle owned by the caller,
  *  else *out is NULL.
  *
  *  Errors: CSDKIT_INVALID_ARGUMENT (a NULL argument, a malformed layout, a device count that is
@@ -305,6 +305,24 @@ CSDKIT_API csdkit_status csdkit_weights_out(csdkit_store* store, void* const* ds
  *  CSDKIT_IO. */
 CSDKIT_API csdkit_status csdkit_state_export(csdkit_store* store, csdkit_state_var var,
                                              float* const* dst, size_t n_tensors);
+
+/** Replaces the store's whole state and commits it as step `step` (>= 0): the weights theta[t]
+ *  (`theta_dtype` elements; fp16/bf16 widened exactly; theta[t] NULL = keep the store's), and
+ *  m[t], v[t] as fp32 (m or v NULL, or an entry NULL: the variable's initial value, 0 or
+ *  Adagrad's initial accumulator value). What a checkpoint in the trainer's format (e.g.
+ *  PyTorch's state_dict, whose `step` gives `step`) is loaded through. The new state goes to
+ *  the slot that is not committed and is committed atomically, as a step is; weights out
+ *  refuses (CSDKIT_BAD_STATE) until the next step.
+ *
+ *  Errors: CSDKIT_INVALID_ARGUMENT (NULL store or theta; n_tensors not the layout's; step < 0;
+ *  a dtype out of range; m or v given for a variable the optimizer does not keep; a non-finite
+ *  value, or a negative v, named by tensor and element — all checked before anything is
+ *  written); CSDKIT_STORE_ERROR (a CRC mismatch reading kept weights: nothing committed);
+ *  CSDKIT_IO. */
+CSDKIT_API csdkit_status csdkit_state_import(csdkit_store* store, int64_t step,
+                                             const void* const* theta, csdkit_dtype theta_dtype,
+                                             const float* const* m, const float* const* v,
+                                             size_t n_tensors);
 
 /** *step receives the committed step (0 after creation).
  *  Errors: CSDKIT_INVALID_ARGUMENT if store or step is NULL. */

@@ -108,6 +108,9 @@ class Scheduler {
   /// any step produced weights. Tensors the last step left unchanged (no gradient) are not
   /// written: the trainer's copy is already theirs.
   void CopyWeightsOut(const std::vector<void*>& dst) const;
+  /// Forgets the last step's weights (after the store's state was replaced by an import):
+  /// CopyWeightsOut refuses until the next step.
+  void InvalidateWeightsOut() { have_weights_ = false; }
 
  private:
   struct DevBufs;

@@ -4,16 +4,24 @@
 //   D/manifest.json            format, model size, shards, subgroup size, optimizer and
 //                              hyper-parameters, dtypes, committed step and slot, and a CRC-32
 //                              per (device, variable, subgroup) of the committed slot
+//   D/lock                     flock'ed while a Store object has the store open: exclusively
+//                              by the one writer, shared by readers (an empty file)
 //   D/dev<k>/device.json       the device's identity: store id and index (refuses mixed-up dirs)
 //   D/dev<k>/<var>.<slot>.bin  var in {theta, m, v} (those the optimizer has), slot in {0, 1};
 //                              the shard's elements as little-endian binary32, padded to 4096
 //
-// COMMIT PROTOCOL. Step t+1 reads slot t % 2 and writes slot (t+1) % 2 only; when every shard
-// is written, the written files are fdatasync'ed, then manifest.json.tmp (step t+1, new
-// checksums) is written and fsync'ed, renamed over manifest.json, and the directory fsync'ed.
-// A crash at any instant leaves the manifest naming either step t (whose slot was never
-// touched) or step t+1 (whose slot is durable): never a mix, and no byte moved beyond the
-// step's own reads and writes. Files are created 0600.
+// COMMIT PROTOCOL. A commit reads the committed slot s and writes slot 1 - s only; when every
+// shard is written, the written files are fdatasync'ed, then manifest.json.tmp (the new step
+// number, slot 1 - s, new checksums) is written and fsync'ed, renamed over manifest.json, and the
+// directory fsync'ed. A crash at any instant leaves the manifest naming either the old state
+// (whose slot was never touched) or the new one (whose slot is durable): never a mix, and no
+// byte moved beyond the commit's own reads and writes. An optimizer step commits step t + 1; a
+// state import (state_io.h) commits the step number it brings. Files are created 0600.
+//
+// ONE WRITER. Opening a store for writing (Create, Open with StoreAccess::kWrite) takes an
+// exclusive flock on D/lock, opening it for reading a shared one, both without waiting: a second
+// writer — in this process or another — or a writer beside a reader is refused with a
+// StoreError. The lock is released when the Store object is destroyed (or its process dies).
 #ifndef CSDKIT_RUNTIME_STORE_H_
 #define CSDKIT_RUNTIME_STORE_H_
 
@@ -21,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -54,6 +63,10 @@ struct StoreConfig {
   nlohmann::json ToJson() const;
   static StoreConfig FromJson(const nlohmann::json& j);
 };
+
+/// How a Store is opened: kWrite (steps, imports; one at a time) or kRead (describe, verify,
+/// export; any number at a time, never beside a writer).
+enum class StoreAccess { kWrite, kRead };
 
 /// One device's contiguous range of the flattened parameters.
 struct Shard {
@@ -91,12 +104,14 @@ class Store {
                               const ParamLayout& layout,
                               const std::vector<OptimizerConfig>& groups, const void* weights,
                               DType weight_dtype, const aio::AioConfig& aio = aio::AioConfig());
-  /// Opens an existing store: parses and cross-checks the manifest, checks every device
-  /// directory's identity and every file's presence and size. Throws StoreError.
-  static Store Open(const std::string& dir);
+  /// Opens an existing store: takes its lock (see ONE WRITER), parses and cross-checks the
+  /// manifest, checks every device directory's identity and every file's presence and size.
+  /// Throws StoreError.
+  static Store Open(const std::string& dir, StoreAccess access = StoreAccess::kWrite);
   /// Opens a store of a model: refuses (StoreError naming both fingerprints) a store created for
   /// another layout, or one created without a layout.
-  static Store Open(const std::string& dir, const ParamLayout& expected);
+  static Store Open(const std::string& dir, const ParamLayout& expected,
+                    StoreAccess access = StoreAccess::kWrite);
 
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
@@ -105,7 +120,9 @@ class Store {
   const std::string& dir() const { return dir_; }
   const StoreConfig& config() const { return cfg_; }
   int64_t step() const { return step_; }
-  unsigned slot() const { return static_cast<unsigned>(step_ % 2); }
+  /// The slot (0 or 1) of the committed state; a commit writes the other one.
+  unsigned slot() const { return slot_; }
+  StoreAccess access() const { return access_; }
   const std::vector<Shard>& shards() const { return shards_; }
   /// The state variables the optimizer keeps: theta, then m and/or v.
   const std::vector<std::string>& vars() const { return vars_; }
@@ -127,11 +144,13 @@ class Store {
   using Checksums = std::vector<std::vector<std::vector<uint32_t>>>;
   Checksums EmptyChecksums() const;
 
-  /// fdatasyncs every file of slot (step + 1) % 2 (the first half of Commit).
+  /// fdatasyncs every file of slot 1 - slot() (the first half of Commit).
   void SyncNextSlot();
-  /// Makes slot (step + 1) % 2 durable and commits step + 1 with `crcs` (see the protocol),
-  /// recording the hyper-parameters the step used per group (`used`; nullptr = unchanged).
-  void Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used = nullptr);
+  /// Makes slot 1 - slot() durable and commits it with `crcs` (see the protocol) as step
+  /// `step` (default: step() + 1; >= 0), recording the hyper-parameters it used per group
+  /// (`used`; nullptr = unchanged). std::logic_error on a store opened for reading.
+  void Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used = nullptr,
+              std::optional<int64_t> step = std::nullopt);
 
   /// Reads the committed slot completely and checks every subgroup's CRC. Throws StoreError
   /// naming the first corrupt (device, variable, subgroup) with expected and found CRC.
@@ -151,12 +170,16 @@ class Store {
                           std::vector<OptimizerConfig> groups, const aio::AioConfig& aio,
                           Init&& init);
   void OpenFiles();
-  void WriteManifest(int64_t step, const Checksums& crcs, bool initial);
+  void WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bool initial);
+  void RequireWriter(const char* what) const;
 
   std::string dir_;
   std::string store_id_;
   StoreConfig cfg_;
   int64_t step_ = 0;
+  unsigned slot_ = 0;
+  StoreAccess access_ = StoreAccess::kWrite;
+  std::shared_ptr<const int> lock_;  // the flock'ed D/lock (closed by its deleter)
   std::vector<Shard> shards_;
   std::vector<std::string> vars_;
   bool has_layout_ = false;

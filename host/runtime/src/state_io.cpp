@@ -1,0 +1,231 @@
+#include "csdkit/runtime/state_io.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "csdkit/aio/aio_engine.h"
+#include "csdkit/hls/bits.h"
+#include "csdkit/hls/fp16.h"
+#include "csdkit/platform/aligned_buffer.h"
+#include "csdkit/platform/checksum.h"
+
+namespace csdkit {
+namespace {
+
+const ParamLayout& LayoutOf(const Store& s, const char* what) {
+  if (s.layout() == nullptr) {
+    throw std::invalid_argument(std::string(what) + ": store '" + s.dir() +
+                                "' has no parameter layout (created by `csdkit init`, not for a "
+                                "model)");
+  }
+  return *s.layout();
+}
+
+void CheckCount(const ParamLayout& l, size_t n, const std::string& what) {
+  if (n != l.tensors().size()) {
+    throw std::invalid_argument(what + ": expected one entry per tensor of the layout (" +
+                                std::to_string(l.tensors().size()) + "), found " +
+                                std::to_string(n));
+  }
+}
+
+// Calls fn(t, lo, hi) for every tensor t overlapping global elements [base, base + n), with
+// [lo, hi) the overlap (global element numbers). Tensors are in increasing offset order.
+template <typename Fn>
+void ForEachOverlap(const ParamLayout& l, uint64_t base, uint64_t n, Fn&& fn) {
+  const size_t nt = l.tensors().size();
+  // The last tensor starting at or before base.
+  size_t lo_t = 0, hi_t = nt;
+  while (hi_t - lo_t > 1) {
+    const size_t mid = (lo_t + hi_t) / 2;
+    if (l.offset(mid) <= base) lo_t = mid; else hi_t = mid;
+  }
+  for (size_t t = lo_t; t < nt && l.offset(t) < base + n; ++t) {
+    const uint64_t tb = l.offset(t), te = tb + l.tensors()[t].numel;
+    const uint64_t lo = std::max(tb, base), hi = std::min(te, base + n);
+    if (lo < hi) fn(t, lo, hi);
+  }
+}
+
+// Reads one subgroup of variable v of the committed slot into buf and checks its CRC.
+void ReadChecked(const Store& s, aio::Engine& engine, unsigned d, unsigned v, const Subgroup& g,
+                 AlignedBuffer& buf) {
+  engine.Read(s.file(d, v, s.slot()), g.file_offset(), buf.data(), g.io_bytes());
+  const uint32_t crc = Crc32(buf.data(), 4ull * g.n);
+  if (crc != s.checksum(d, v, g.index)) {
+    char b[64];
+    std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", s.checksum(d, v, g.index),
+                  crc);
+    throw StoreError("store '" + s.dir() + "' is corrupt: " + s.FilePath(d, v, s.slot()) +
+                     " subgroup " + std::to_string(g.index) + " (elements " +
+                     std::to_string(g.begin) + ".." + std::to_string(g.begin + g.n) + "): " + b);
+  }
+}
+
+float Widen(DType dt, const void* p, uint64_t i) {
+  uint32_t bits;
+  if (dt == DType::kFp32) {
+    std::memcpy(&bits, static_cast<const uint8_t*>(p) + 4 * i, 4);
+  } else {
+    uint16_t h;
+    std::memcpy(&h, static_cast<const uint8_t*>(p) + 2 * i, 2);
+    bits = dt == DType::kFp16 ? hls::F16ToF32(h) : hls::Bf16ToF32(h);
+  }
+  return hls::U2F(bits);
+}
+
+// Refuses non-finite values (and negative ones where `nonneg`) naming tensor and element.
+void CheckValues(const ParamLayout& l, const char* var, size_t t, DType dt, const void* p,
+                 bool nonneg) {
+  for (uint64_t i = 0; i < l.tensors()[t].numel; ++i) {
+    const float x = Widen(dt, p, i);
+    if (!std::isfinite(x) || (nonneg && x < 0.0f)) {
+      char b[96];
+      std::snprintf(b, sizeof b, "element %llu is %.9g (0x%08x)",
+                    static_cast<unsigned long long>(i), static_cast<double>(x), hls::F2U(x));
+      throw std::invalid_argument(std::string(var) + " of tensor '" + l.tensors()[t].name +
+                                  "': expected " + (nonneg ? "finite values >= 0" : "finite values") +
+                                  ", found " + b);
+    }
+  }
+}
+
+}  // namespace
+
+unsigned StateVariableIndex(const Store& s, const std::string& var) {
+  const auto it = std::find(s.vars().begin(), s.vars().end(), var);
+  if (it == s.vars().end()) {
+    std::string have;
+    for (const std::string& v : s.vars()) have += (have.empty() ? "" : ", ") + v;
+    throw std::invalid_argument("state variable '" + var + "': the store's optimizer (" +
+                                OptimizerName(s.config().hyper.opt) + ") keeps no '" + var +
+                                "' (it keeps " + have + ")");
+  }
+  return static_cast<unsigned>(it - s.vars().begin());
+}
+
+void ExportState(const Store& s, const std::string& var, const std::vector<float*>& dst,
+                 const aio::AioConfig& aio_cfg) {
+  const ParamLayout& l = LayoutOf(s, "state export");
+  CheckCount(l, dst.size(), "state export");
+  const unsigned v = StateVariableIndex(s, var);
+  aio::Engine engine(aio_cfg);
+  AlignedBuffer buf(static_cast<size_t>(s.config().subgroup_elems) * 4);
+  for (const Shard& sh : s.shards()) {
+    for (const Subgroup& g : s.Subgroups(sh.device)) {
+      const uint64_t base = sh.begin + g.begin;
+      bool wanted = false;
+      ForEachOverlap(l, base, g.n, [&](size_t t, uint64_t, uint64_t) { wanted |= dst[t] != nullptr; });
+      if (!wanted) continue;
+      ReadChecked(s, engine, sh.device, v, g, buf);
+      const float* x = buf.as<float>();
+      ForEachOverlap(l, base, g.n, [&](size_t t, uint64_t lo, uint64_t hi) {
+        if (dst[t] != nullptr) {
+          std::memcpy(dst[t] + (lo - l.offset(t)), x + (lo - base), 4 * (hi - lo));
+        }
+      });
+    }
+  }
+}
+
+void ImportState(Store& s, const StateImport& in, const aio::AioConfig& aio_cfg) {
+  const ParamLayout& l = LayoutOf(s, "state import");
+  if (s.access() != StoreAccess::kWrite) {
+    throw std::invalid_argument("state import: store '" + s.dir() + "' was opened for reading");
+  }
+  if (in.step < 0) {
+    throw std::invalid_argument("state import: step: expected a value >= 0, found " +
+                                std::to_string(in.step));
+  }
+  CheckCount(l, in.theta.size(), "state import: theta");
+  const bool adagrad = s.config().hyper.opt == Optimizer::kAdagrad;
+  const std::vector<const float*>* lists[] = {&in.m, &in.v};
+  const char* names[] = {"m", "v"};
+  for (int k = 0; k < 2; ++k) {
+    if (lists[k]->empty()) continue;
+    CheckCount(l, lists[k]->size(), std::string("state import: ") + names[k]);
+    const bool any = std::any_of(lists[k]->begin(), lists[k]->end(),
+                                 [](const float* p) { return p != nullptr; });
+    if (any) StateVariableIndex(s, names[k]);  // refuses a variable the optimizer lacks
+  }
+  if (!in.group_hyper.empty()) {
+    if (in.group_hyper.size() != s.group_hyper().size()) {
+      throw std::invalid_argument("state import: group_hyper: expected " +
+                                  std::to_string(s.group_hyper().size()) + " groups, found " +
+                                  std::to_string(in.group_hyper.size()));
+    }
+    for (size_t g = 0; g < in.group_hyper.size(); ++g) {
+      if (in.group_hyper[g].opt != s.config().hyper.opt) {
+        throw std::invalid_argument("state import: group_hyper[" + std::to_string(g) +
+                                    "]: expected optimizer " +
+                                    OptimizerName(s.config().hyper.opt) + ", found " +
+                                    OptimizerName(in.group_hyper[g].opt));
+      }
+      try {
+        ValidateConfig(in.group_hyper[g]);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("state import: group_hyper[" + std::to_string(g) + "]: " +
+                                    e.what());
+      }
+    }
+  }
+  // Every value checked before the first write.
+  for (size_t t = 0; t < l.tensors().size(); ++t) {
+    if (in.theta[t]) CheckValues(l, "theta", t, in.theta_dtype, in.theta[t], false);
+    if (!in.m.empty() && in.m[t]) CheckValues(l, "m", t, DType::kFp32, in.m[t], false);
+    if (!in.v.empty() && in.v[t]) CheckValues(l, "v", t, DType::kFp32, in.v[t], true);
+  }
+
+  aio::Engine engine(aio_cfg);
+  AlignedBuffer buf(static_cast<size_t>(s.config().subgroup_elems) * 4);
+  Store::Checksums crcs = s.EmptyChecksums();
+  const unsigned ws = 1 - s.slot();
+  for (const Shard& sh : s.shards()) {
+    for (const Subgroup& g : s.Subgroups(sh.device)) {
+      const uint64_t base = sh.begin + g.begin;
+      for (unsigned v = 0; v < s.vars().size(); ++v) {
+        const std::string& name = s.vars()[v];
+        float* x = buf.as<float>();
+        if (name == "theta") {
+          bool keep = false;
+          ForEachOverlap(l, base, g.n,
+                         [&](size_t t, uint64_t, uint64_t) { keep |= in.theta[t] == nullptr; });
+          if (keep) {
+            ReadChecked(s, engine, sh.device, v, g, buf);
+          } else {
+            std::fill(x, x + g.n, 0.0f);
+          }
+          ForEachOverlap(l, base, g.n, [&](size_t t, uint64_t lo, uint64_t hi) {
+            if (in.theta[t] == nullptr) return;
+            for (uint64_t i = lo; i < hi; ++i) {
+              x[i - base] = Widen(in.theta_dtype, in.theta[t], i - l.offset(t));
+            }
+          });
+        } else {
+          const std::vector<const float*>& src = name == "m" ? in.m : in.v;
+          const float init =
+              name == "v" && adagrad
+                  ? static_cast<float>(
+                        (in.group_hyper.empty() ? s.group_hyper() : in.group_hyper)[g.group]
+                            .initial_accumulator_value)
+                  : 0.0f;
+          std::fill(x, x + g.n, init);
+          if (!src.empty()) {
+            ForEachOverlap(l, base, g.n, [&](size_t t, uint64_t lo, uint64_t hi) {
+              if (src[t]) std::memcpy(x + (lo - base), src[t] + (lo - l.offset(t)), 4 * (hi - lo));
+            });
+          }
+        }
+        std::memset(reinterpret_cast<uint8_t*>(x) + 4ull * g.n, 0, g.io_bytes() - 4ull * g.n);
+        crcs[sh.device][v][g.index] = Crc32(x, 4ull * g.n);
+        engine.Write(s.file(sh.device, v, ws), g.file_offset(), x, g.io_bytes());
+      }
+    }
+  }
+  s.Commit(crcs, in.group_hyper.empty() ? nullptr : &in.group_hyper, in.step);
+}
+
+}  // namespace csdkit
