@@ -208,7 +208,7 @@ void AddInfo(CLI::App& app) {
   c->add_flag("--verify", *verify, "read the committed slot and check every subgroup's CRC");
   c->add_flag("--json", *json, "print JSON");
   c->callback([dir, verify, json] {
-    Store s = Store::Open(*dir);
+    Store s = Store::Open(*dir, StoreAccess::kRead);
     if (*verify) s.Verify();
     nlohmann::json j = s.Describe();
     if (*verify) j["verified"] = true;
@@ -314,7 +314,7 @@ void AddRun(CLI::App& app) {
       so.dev = o->dev;
       reps[m] = DoSteps(store, sys, so, mode[m]);
     }
-    Store a = Store::Open(sdir[0]), b = Store::Open(sdir[1]);
+    Store a = Store::Open(sdir[0], StoreAccess::kRead), b = Store::Open(sdir[1], StoreAccess::kRead);
     std::string diff;
     const bool same = SameFiles(a, b, &diff);
     const uint64_t m_bytes = o->params * 2;

@@ -137,6 +137,10 @@ def test_open_refuses_another_model_and_missing_stores(tmp_path):
     csdkit.Session.create(d, LAYOUT, [{}], weights_np(), devices=DEVICES)
     s = csdkit.Session.open(d, LAYOUT)
     assert s.devices == DEVICES and s.step_count == 0
+    # One writer per store: a second session is refused while the first holds it.
+    with pytest.raises(csdkit.StoreError, match="one writer per store"):
+        csdkit.Session.open(d, LAYOUT)
+    del s
     with pytest.raises(csdkit.StoreError, match="another model"):
         csdkit.Session.open(d, [("w", 70000, 0), ("b", 1001, 0)])
     with pytest.raises(csdkit.StoreError, match="expected a directory"):

@@ -234,8 +234,15 @@ def test_constructor_arguments_are_validated(twin_models, tmp_path):
         ct.SGD(p(), lr=0.1, nesterov=True, store=s)
     with pytest.raises(ValueError, match="Invalid initial_accumulator_value"):
         ct.Adagrad(p(), initial_accumulator_value=-1, store=s)
-    with pytest.raises(NotImplementedError, match="resume"):
+    with pytest.raises(ValueError, match="expected a dict with 'state' and 'param_groups'"):
         ct.AdamW(p(), store=s).load_state_dict({})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stor'"):
+        ct.AdamW(p(), stor=s)
+    with pytest.raises(ValueError, match="Invalid max_grad_norm value: 0"):
+        ct.AdamW(p(), store=s, max_grad_norm=0)
+    with pytest.raises(ValueError, match="Invalid beta parameter at index 1"):
+        ct.Lion(p(), betas=(0.9, 1.0), store=s)
+    assert not s.exists()  # nothing of the refused optimizers was created
 
 
 def test_sgd_momentum_cannot_be_switched_on_later(twin_models, tmp_path):
@@ -270,6 +277,7 @@ def test_store_of_another_model_is_refused(tmp_path):
     opt = ct.AdamW(a.parameters(), store=tmp_path / "s", devices=DEVICES)
     loss_of(a, x, y).backward()
     opt.step()
+    del opt  # closes the store
     other = MLP(hidden=257)
     other(x).sum().backward()
     opt2 = ct.AdamW(other.parameters(), store=tmp_path / "s", devices=DEVICES)

@@ -1,7 +1,8 @@
 """torch.optim optimizers whose update runs in csdkit (optimizer state in the store, on the
-devices): AdamW, Adam, SGD and Adagrad, with PyTorch's constructor arguments and defaults plus
-`store=` (the store directory), `devices=` and `backend=`. See docs/trainer-python.md."""
+devices): AdamW, Adam, SGD, Adagrad and Lion, with PyTorch's constructor arguments and defaults
+plus `store=` (the store directory), `devices=`, `backend=` and the kit's other options. See
+docs/trainer-python.md."""
 
-from .optim import SGD, Adagrad, Adam, AdamW
+from .optim import SGD, Adagrad, Adam, AdamW, Lion
 
-__all__ = ["AdamW", "Adam", "SGD", "Adagrad"]
+__all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion"]

@@ -7,10 +7,15 @@ device), and every step runs there:
   * the store is created on the first step() from the current parameters (all parameters of
     all param groups, in order, frozen ones included: their gradient is None, so they and
     their state stay unchanged), or opened when `store` already holds one: then it must be the
-    store of this model (same tensors, sizes and groups), else csdkit.StoreError;
+    store of this model (same tensors, sizes and groups) whose committed weights are the
+    parameters' (else csdkit.StoreError), or resume() loads its weights into the model;
   * every step hands over each parameter's .grad by address (None allowed), with this step's
     hyper-parameters read from self.param_groups (torch.optim.lr_scheduler works unchanged),
-    and the kit writes the updated weights back into the parameters in place.
+    and the kit writes the updated weights back into the parameters in place (CUDA parameters
+    go through pinned host buffers);
+  * state_dict() / load_state_dict() speak PyTorch's format, so checkpoints move between
+    torch.optim.X and csdkit.torch.X both ways;
+  * torch.cuda.amp.GradScaler folds its unscale into the kit's step (_step_supports_amp_scaling).
 
 Parameters may be float32 (gradients float32; the fp32 weights come back over the link) or
 float16/bfloat16 (gradients of that dtype; the kit keeps fp32 master weights and returns a
@@ -24,23 +29,40 @@ from torch.optim.optimizer import required
 
 import csdkit
 
-__all__ = ["AdamW", "Adam", "SGD", "Adagrad"]
+__all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion"]
 
 _KIT_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
+# The kit's own constructor arguments, shared by every optimizer, and their defaults.
+_KIT_ARGS = dict(store=None, devices=1, backend="model", device_mem=4 << 30, link_model=True,
+                 mode="smart", max_grad_norm=None)
+
 
 class _StoreOptimizer(torch.optim.Optimizer):
-    """The shared skeleton: layout, store creation/opening, gradients in, weights out.
+    """The shared skeleton: layout, store creation/opening, gradients in, weights out, state in
+    PyTorch's format.
 
-    Subclasses set _optimizer (the kit's name) and implement _group_hyper(group) -> dict in
-    the kit's names (OptimizerConfig: lr, beta1, beta2, eps, weight_decay, ...), and
-    _check_group(group) raising for options the kit does not implement.
+    Subclasses set _optimizer (the kit's name) and _state_keys (PyTorch's state names of the
+    store's variables m and v, e.g. {"m": "exp_avg", "v": "exp_avg_sq"}), and implement
+    _group_hyper(group) -> dict in the kit's names (OptimizerConfig: lr, beta1, beta2, eps,
+    weight_decay, ...) and _check_group(group) raising for options the kit does not implement.
     """
 
     _optimizer = None
+    _state_keys = {}
+    _has_step_state = True  # PyTorch's state has a per-parameter "step"
+    #: torch.cuda.amp.GradScaler hands itself to step() (grad_scaler=) instead of unscaling
+    #: the gradients in a separate pass: the kit folds 1/scale into its unscale factor.
+    _step_supports_amp_scaling = True
 
-    def __init__(self, params, defaults, store, devices, backend, device_mem, link_model,
-                 mode):
+    def __init__(self, params, defaults, kit):
+        unknown = sorted(set(kit) - set(_KIT_ARGS))
+        if unknown:
+            raise TypeError("{}.__init__() got an unexpected keyword argument '{}'"
+                            .format(type(self).__name__, unknown[0]))
+        kit = dict(_KIT_ARGS, **kit)
+        store, devices, backend = kit["store"], kit["devices"], kit["backend"]
+        device_mem, mode, max_grad_norm = kit["device_mem"], kit["mode"], kit["max_grad_norm"]
         if store is None or not isinstance(store, (str, os.PathLike)) or not str(store):
             raise ValueError("Invalid store: expected a directory path, found {!r}".format(store))
         if not isinstance(devices, int) or isinstance(devices, bool) or devices < 1:
@@ -53,43 +75,49 @@ class _StoreOptimizer(torch.optim.Optimizer):
         if not isinstance(device_mem, int) or device_mem <= 0:
             raise ValueError("Invalid device_mem value: {!r} (expected bytes > 0)"
                              .format(device_mem))
+        if max_grad_norm is not None and not (isinstance(max_grad_norm, (int, float))
+                                              and 0 < max_grad_norm < float("inf")):
+            raise ValueError("Invalid max_grad_norm value: {!r} (expected None or a finite "
+                             "number > 0)".format(max_grad_norm))
         super().__init__(params, defaults)
         self._store_dir = os.fspath(store)
         self._devices = devices
         self._backend = backend
         self._device_mem = device_mem
-        self._link_model = bool(link_model)
+        self._link_model = bool(kit["link_model"])
         self._mode = mode
+        self._max_grad_norm = float(max_grad_norm) if max_grad_norm is not None else 0.0
         self._session = None
         self._params = None      # the parameters in layout order
         self._layout = None      # [(name, numel, group)]
-        self._kit_groups = None  # torch param_groups index -> kit group number (None: empty)
-        #: The report of the last step as a dict (csdkit StepReport), or None before any.
+        self._shapes = None      # their shapes
+        self._staging = None     # per parameter: None (CPU) or (pinned grad, pinned weights)
+        #: The report of the last step as a dict (csdkit StepReport; with max_grad_norm also
+        #: 'grad_norm', the gradients' global L2 norm before clipping), or None before any.
         self.last_report = None
+        for group in self.param_groups:
+            self._check_group(group)
 
-    # -- the store --------------------------------------------------------------------------
+    # -- the model --------------------------------------------------------------------------
 
     def _describe_model(self):
-        params, layout, kit_groups = [], [], []
+        params, layout = [], []
         g_kit = 0
         for gi, group in enumerate(self.param_groups):
             if not group["params"]:
-                kit_groups.append(None)
                 continue
-            kit_groups.append(g_kit)
             for pi, p in enumerate(group["params"]):
                 name = "param_groups[{}].params[{}]".format(gi, pi)
                 if p.is_sparse or p.layout != torch.strided:
                     raise ValueError("{}: expected a dense parameter, found layout {}"
                                      .format(name, p.layout))
-                if p.device.type != "cpu":
-                    raise ValueError("{}: expected a CPU parameter (the kit reads gradients and "
-                                     "writes weights in host memory), found device {}"
+                if p.device.type not in ("cpu", "cuda"):
+                    raise ValueError("{}: expected a CPU or CUDA parameter, found device {}"
                                      .format(name, p.device))
                 if p.dtype not in _KIT_DTYPE:
                     raise ValueError("{}: expected dtype torch.float32, torch.float16 or "
                                      "torch.bfloat16, found {}".format(name, p.dtype))
-                if not p.is_contiguous():
+                if p.device.type == "cpu" and not p.is_contiguous():
                     raise ValueError("{}: expected a contiguous parameter (updated in place by "
                                      "address), found strides {}".format(name, p.stride()))
                 if p.numel() == 0:
@@ -102,46 +130,139 @@ class _StoreOptimizer(torch.optim.Optimizer):
         if len(dtypes) != 1:
             raise ValueError("parameters: expected one dtype for the whole model (the store has "
                              "one gradient dtype), found {}".format(sorted(map(str, dtypes))))
-        return params, layout, kit_groups
+        return params, layout
 
-    def _ensure_session(self):
-        params, layout, kit_groups = self._describe_model()
+    def _check_same_model(self, params, layout):
+        """After the store is open: the parameters must be the ones it was made for."""
+        if len(layout) != len(self._layout):
+            raise ValueError("param_groups: expected the {} parameters the store was created "
+                             "for, found {} (add_param_group or a changed parameter list after "
+                             "the store exists is not supported: its layout is fixed)"
+                             .format(len(self._layout), len(layout)))
+        for (name, n, g), (_, n0, g0), p, p0, shape in zip(layout, self._layout, params,
+                                                          self._params, self._shapes):
+            if p is not p0:
+                raise ValueError("{}: expected the parameter the store was created for, found "
+                                 "another tensor (the store's layout is fixed)".format(name))
+            if n != n0 or tuple(p.shape) != shape:
+                raise ValueError("{}: expected shape {} ({} elements, the store's layout), found "
+                                 "shape {} ({} elements)"
+                                 .format(name, shape, n0, tuple(p.shape), n))
+            if g != g0:
+                raise ValueError("{}: expected param group {} (the store's layout), found {}"
+                                 .format(name, g0, g))
+
+    def _ensure_session(self, check_weights=True):
+        params, layout = self._describe_model()
         if self._session is not None:
-            if layout != self._layout or any(a is not b for a, b in zip(params, self._params)):
-                raise ValueError("param_groups: expected the parameters the store was created "
-                                 "for ({} tensors), found another set (add_param_group or a "
-                                 "changed param list after the first step is not supported)"
-                                 .format(len(self._layout)))
-            return
+            self._check_same_model(params, layout)
+            return False
         hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
-        if os.path.exists(os.path.join(self._store_dir, "manifest.json")):
+        opened = os.path.exists(os.path.join(self._store_dir, "manifest.json"))
+        if opened:
             session = csdkit.Session.open(self._store_dir, layout, backend=self._backend,
                                           device_mem=self._device_mem,
                                           link_model=self._link_model)
         else:
             with torch.no_grad():
-                weights = [p.detach() for p in params]
+                weights = [p.detach().to("cpu").contiguous() for p in params]
                 session = csdkit.Session.create(
                     self._store_dir, layout, hyper, weights, optimizer=self._optimizer,
                     devices=self._devices, backend=self._backend,
                     device_mem=self._device_mem, link_model=self._link_model)
-        self._session, self._params, self._layout, self._kit_groups = (
-            session, params, layout, kit_groups)
+        staging = []
+        for p in params:
+            if p.device.type == "cpu":
+                staging.append(None)
+            else:
+                pin = dict(dtype=p.dtype, pin_memory=True)
+                staging.append((torch.empty(p.numel(), **pin), torch.empty(p.numel(), **pin)))
+        self._session, self._params, self._layout = session, params, layout
+        self._shapes = [tuple(p.shape) for p in params]
+        self._staging = staging
+        if opened and check_weights:
+            self._check_weights_match()
+        return opened
+
+    def _store_weights(self):
+        """The store's committed fp32 weights, one flat CPU tensor per parameter."""
+        theta = [torch.empty(p.numel(), dtype=torch.float32) for p in self._params]
+        self._session.export_state("theta", theta)
+        return theta
+
+    def _check_weights_match(self):
+        """An opened store must be at the model's weights (the same checkpoint step)."""
+        theta = self._store_weights()
+        for (name, _, _), p, t in zip(self._layout, self._params, theta):
+            mine = p.detach().reshape(-1).to("cpu")
+            store = t.to(p.dtype)
+            if not torch.equal(mine, store):
+                i = int((mine != store).nonzero()[0])
+                step = self._session.step_count
+                self._session = None  # closes the store (and releases its lock)
+                raise csdkit.StoreError(
+                    "store '{}' (committed step {}): expected the model's weights, found "
+                    "others: {} element {} is {!r} in the model and {!r} in the store, so the "
+                    "model is not at the store's step; call resume() to load the store's "
+                    "weights into the model, or load the model checkpoint of step {}"
+                    .format(self._store_dir, step, name, i, float(mine[i]), float(store[i]),
+                            step))
 
     @property
     def session(self):
-        """The csdkit.Session (None before the first step)."""
+        """The csdkit.Session (None before the store is opened or created)."""
         return self._session
+
+    def resume(self, expected_step=None):
+        """Opens the existing store now and loads its committed weights into the parameters
+        (rounded to the parameters' dtype); returns the committed step.
+
+        The store is the checkpoint: a training script restarted after a crash calls resume()
+        and continues at the returned step. `expected_step`: the step the trainer expects (e.g.
+        from its own checkpoint); another committed step raises csdkit.StoreError. Raises
+        csdkit.StoreError when `store` holds no store, or a store of another model.
+        """
+        if not os.path.exists(os.path.join(self._store_dir, "manifest.json")):
+            raise csdkit.StoreError("store '{}': expected a store to resume from, found none "
+                                    "(the first step() creates it)".format(self._store_dir))
+        for group in self.param_groups:
+            self._check_group(group)
+        self._ensure_session(check_weights=False)
+        step = self._session.step_count
+        if expected_step is not None and int(expected_step) != step:
+            raise csdkit.StoreError("store '{}': expected committed step {} (the trainer's), "
+                                    "found step {}".format(self._store_dir, int(expected_step),
+                                                           step))
+        theta = self._store_weights()
+        with torch.no_grad():
+            for p, t in zip(self._params, theta):
+                p.copy_(t.reshape(p.shape))
+        return step
+
+    def add_param_group(self, param_group):
+        if getattr(self, "_session", None) is not None:
+            raise ValueError("{}.add_param_group: the store '{}' exists and its layout (the "
+                             "parameters and their groups) is fixed; add param groups before "
+                             "the first step() (or use a new store)"
+                             .format(type(self).__name__, self._store_dir))
+        super().add_param_group(param_group)
+        if hasattr(self, "_store_dir"):  # not while torch.optim.Optimizer.__init__ runs
+            self._check_group(self.param_groups[-1])
 
     # -- the step ---------------------------------------------------------------------------
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure=None, grad_scaler=None):
         """Performs a single optimization step in the kit.
 
         Args:
             closure (callable, optional): A closure that reevaluates the model and returns the
                 loss.
+            grad_scaler (torch.cuda.amp.GradScaler, optional): passed by GradScaler.step():
+                the gradients carry its scale (or were unscaled by scaler.unscale_), which the
+                kit divides out in its step; a non-finite gradient skips the step, and the
+                scaler learns it (its found_inf for this optimizer) so that scaler.update()
+                backs off.
         """
         loss = None
         if closure is not None:
@@ -150,8 +271,19 @@ class _StoreOptimizer(torch.optim.Optimizer):
         for group in self.param_groups:
             self._check_group(group)
         self._ensure_session()
+        loss_scale, found_inf, scaler_state = None, False, None
+        if grad_scaler is not None:
+            scaler_state = grad_scaler._per_optimizer_states[id(self)]
+            if scaler_state["stage"].name == "UNSCALED":
+                # scaler.unscale_(self) ran (e.g. before clip_grad_norm_): the gradients are
+                # unscaled and its inf check is recorded.
+                loss_scale = 1.0
+                found_inf = any(float(t.sum()) > 0
+                                for t in scaler_state["found_inf_per_device"].values())
+            else:
+                loss_scale = float(grad_scaler._get_scale_async())
         grads = []
-        for (name, _, _), p in zip(self._layout, self._params):
+        for (name, _, _), p, stage in zip(self._layout, self._params, self._staging):
             g = p.grad
             if g is not None:
                 if g.is_sparse:
@@ -160,26 +292,161 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 if g.shape != p.shape:
                     raise ValueError("grad of {}: expected shape {}, found {}"
                                      .format(name, tuple(p.shape), tuple(g.shape)))
+                if g.device != p.device:
+                    raise ValueError("grad of {}: expected device {} (the parameter's), found {}"
+                                     .format(name, p.device, g.device))
+                if stage is not None:
+                    if g.dtype != p.dtype:
+                        raise ValueError("grad of {}: expected dtype {} (the parameter's), "
+                                         "found {}".format(name, p.dtype, g.dtype))
+                    stage[0].copy_(g.reshape(-1), non_blocking=True)
+                    g = stage[0]
             grads.append(g)
         if all(g is None for g in grads):
             return loss  # as torch.optim: nothing to update, no step counted
+        if any(s is not None for s in self._staging):
+            torch.cuda.synchronize()
         hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
-        self.last_report = self._session.step(grads, group_hyper=hyper,
-                                              weights_out=list(self._params), mode=self._mode)
+        out = [p if s is None else s[1] for p, s in zip(self._params, self._staging)]
+        rep = self._session.step(grads, group_hyper=hyper, weights_out=out, mode=self._mode,
+                                 loss_scale=loss_scale, found_inf=found_inf,
+                                 max_norm=self._max_grad_norm,
+                                 return_norm=self._max_grad_norm > 0)
+        if not rep["skipped"]:
+            for p, s, g in zip(self._params, self._staging, grads):
+                if s is not None and g is not None:
+                    p.copy_(s[1].reshape(p.shape), non_blocking=True)
+        if scaler_state is not None:
+            dev = grad_scaler._scale.device
+            scaler_state["found_inf_per_device"] = {
+                dev: torch.full((1,), 1.0 if rep["skipped"] else 0.0, dtype=torch.float32,
+                                device=dev)}
+        self.last_report = rep
         return loss
 
-    def load_state_dict(self, state_dict):
-        raise NotImplementedError(
-            "{}.load_state_dict: the optimizer state lives in the store, not in a state_dict; "
-            "to resume, construct the optimizer with store= the same directory (the store is "
-            "the checkpoint: it is opened at the first step) and load the model's weights of "
-            "the store's committed step".format(type(self).__name__))
+    # -- state in PyTorch's format ----------------------------------------------------------
 
     def state_dict(self):
-        raise NotImplementedError(
-            "{}.state_dict: the optimizer state lives in the store ({}), which is the "
-            "checkpoint; PyTorch's state_dict format is not produced"
-            .format(type(self).__name__, self._store_dir))
+        """The optimizer state in torch.optim's format: {'state': {index: {...}}, 'param_groups':
+        [...]}, loadable by torch.optim.X.load_state_dict (and by this class).
+
+        Per parameter (index in param_groups order, as PyTorch numbers them): 'step' (a float32
+        scalar tensor, the store's committed step) where PyTorch keeps one, and the optimizer's
+        buffers (exp_avg / exp_avg_sq, momentum_buffer, sum) as float32 CPU tensors of the
+        parameter's shape, read from the store's committed step (CRC-checked). For float16 /
+        bfloat16 models also 'fp32_master': the fp32 master weights, which torch.optim ignores
+        and load_state_dict here restores. Before the store exists the state is empty, as
+        torch.optim's before its first step.
+        """
+        sd = super().state_dict()
+        if self._session is None:
+            return sd
+        step = self._session.step_count
+        vars_ = self._session.vars
+        exported = {}
+        for var in ("m", "v"):
+            if var in vars_:
+                flat = [torch.empty(p.numel(), dtype=torch.float32) for p in self._params]
+                self._session.export_state(var, flat)
+                exported[var] = flat
+        master = self._store_weights() if self._params[0].dtype != torch.float32 else None
+        state = {}
+        for i, p in enumerate(self._params):
+            st = {}
+            if self._has_step_state:
+                st["step"] = torch.tensor(float(step))
+            for var, key in self._state_keys.items():
+                st[key] = exported[var][i].reshape(p.shape) if var in exported else None
+            if master is not None:
+                st["fp32_master"] = master[i].reshape(p.shape)
+            state[i] = st
+        sd["state"] = state
+        return sd
+
+    def load_state_dict(self, state_dict):
+        """Loads a state in torch.optim's format (from torch.optim.X.state_dict() or this
+        class's) into the store, which commits it as one step (atomically).
+
+        The param groups replace this optimizer's (hyper-parameters included), as torch.optim
+        does. Per parameter the buffers must have the parameter's element count; parameters
+        without state start from the initial state (zeros; Adagrad: initial_accumulator_value).
+        The store's step becomes the state's 'step' (all parameters must agree: the kit keeps
+        one step count). The weights are the parameters' current values (load the model first),
+        or 'fp32_master' where present. Creates the store if it does not exist yet.
+        """
+        if not isinstance(state_dict, dict) or "state" not in state_dict \
+                or "param_groups" not in state_dict:
+            raise ValueError("state_dict: expected a dict with 'state' and 'param_groups' (an "
+                             "optimizer's state_dict()), found {!r}".format(type(state_dict)))
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        for g, sg in zip(self.param_groups, saved_groups):
+            if len(g["params"]) != len(sg["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't "
+                                 "match the size of optimizer's group")
+        new_groups = []
+        for g, sg in zip(self.param_groups, saved_groups):
+            ng = dict(g)
+            ng.update({k: v for k, v in sg.items() if k != "params"})
+            ng["params"] = g["params"]
+            self._check_group(ng)
+            new_groups.append(ng)
+        # Saved index -> this optimizer's parameter.
+        index_of = {}
+        for g, sg in zip(self.param_groups, saved_groups):
+            for p, idx in zip(g["params"], sg["params"]):
+                index_of[id(p)] = idx
+        saved_state = state_dict["state"]
+        params, _ = self._describe_model()
+        theta, bufs, steps = [], {var: [] for var in self._state_keys}, set()
+        any_buffer = False
+        for i, p in enumerate(params):
+            st = saved_state.get(index_of[id(p)], {})
+            what = "state[{}]".format(index_of[id(p)])
+            master = st.get("fp32_master")
+            theta.append(self._flat(master, p, what + "['fp32_master']") if master is not None
+                         else p.detach().to(device="cpu", dtype=torch.float32).reshape(-1)
+                         .contiguous())
+            for var, key in self._state_keys.items():
+                t = st.get(key)
+                bufs[var].append(None if t is None else self._flat(t, p, what + "['%s']" % key))
+                any_buffer |= t is not None
+            if "step" in st:
+                s = st["step"]
+                s = float(s.item() if torch.is_tensor(s) else s)
+                if not (s >= 0 and s == int(s)):
+                    raise ValueError("{}['step']: expected a whole number >= 0, found {!r}"
+                                     .format(what, s))
+                steps.add(int(s))
+        if len(steps) > 1:
+            raise ValueError("state: expected one 'step' for every parameter (the kit keeps one "
+                             "step count per store), found steps {}".format(sorted(steps)))
+        step = steps.pop() if steps else (1 if any_buffer else 0)
+        # Apply: the groups first (the store records them with the imported step).
+        self.param_groups[:] = new_groups
+        self._ensure_session(check_weights=False)
+        vars_ = self._session.vars
+        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        for var in bufs:
+            if var not in vars_ and any(b is not None for b in bufs[var]):
+                raise ValueError("state: '{}' buffers given, but the store '{}' keeps none "
+                                 "(SGD: momentum was 0 when it was created)"
+                                 .format(self._state_keys[var], self._store_dir))
+        self._session.import_state(
+            step, theta,
+            m=bufs["m"] if "m" in bufs and "m" in vars_ else None,
+            v=bufs["v"] if "v" in bufs and "v" in vars_ else None,
+            group_hyper=hyper)
+
+    @staticmethod
+    def _flat(t, p, what):
+        if not torch.is_tensor(t):
+            raise ValueError("{}: expected a tensor, found {!r}".format(what, type(t)))
+        if t.numel() != p.numel():
+            raise ValueError("{}: expected {} elements (shape {}, the parameter's), found shape "
+                             "{}".format(what, p.numel(), tuple(p.shape), tuple(t.shape)))
+        return t.detach().to(device="cpu", dtype=torch.float32).reshape(-1).contiguous()
 
     # -- per optimizer ----------------------------------------------------------------------
 
@@ -210,9 +477,17 @@ def _check_adam_args(lr, betas, eps, weight_decay):
         raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
 
 
+_KIT_DOC = """
+    Kit arguments (keyword only): store (the store directory, required), devices (1), backend
+    ('model'), device_mem (4 GiB), link_model (True), mode ('smart'), max_grad_norm (None: no
+    clipping; > 0: clip by the global L2 norm as torch.nn.utils.clip_grad_norm_ does, with the
+    norm computed while the gradients are gathered: no second pass).
+"""
+
+
 class AdamW(_StoreOptimizer):
     r"""AdamW (decoupled weight decay) with the update in csdkit; torch.optim.AdamW's arguments
-    and defaults plus `store`, `devices`, `backend`, `device_mem`, `link_model`, `mode`.
+    and defaults plus the kit's.
 
     Per element, at step t (the store's step count), in binary32 without fused multiply-add:
         theta <- theta * (1 - lr * weight_decay)
@@ -221,24 +496,22 @@ class AdamW(_StoreOptimizer):
         theta <- theta - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
     (the kernel's order of operations is normative: docs/optimizers.md).
     amsgrad, maximize and capturable are refused (NotImplementedError).
-    """
+    State (state_dict): step, exp_avg, exp_avg_sq.
+    """ + _KIT_DOC
 
     _optimizer = "adamw"
+    _state_keys = {"m": "exp_avg", "v": "exp_avg_sq"}
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
-                 store=None, devices=1, backend="model", device_mem=4 << 30, link_model=True,
-                 mode="smart"):
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False, **kit):
         _check_adam_args(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         foreach=foreach, maximize=maximize, capturable=capturable)
-        super().__init__(params, defaults, store, devices, backend, device_mem, link_model, mode)
-        for group in self.param_groups:
-            self._check_group(group)
+        super().__init__(params, defaults, kit)
 
     def _check_group(self, group):
         super()._check_group(group)
-        if group["amsgrad"]:
+        if group.get("amsgrad", False):
             raise NotImplementedError("{}: amsgrad=True is not implemented by the kit"
                                       .format(type(self).__name__))
 
@@ -251,32 +524,34 @@ class AdamW(_StoreOptimizer):
 class Adam(AdamW):
     r"""Adam (L2 weight decay folded into the gradient: g + weight_decay * theta) with the update
     in csdkit; torch.optim.Adam's arguments and defaults (weight_decay=0) plus the kit's.
-    amsgrad, maximize and capturable are refused (NotImplementedError)."""
+    amsgrad, maximize and capturable are refused (NotImplementedError).
+    State (state_dict): step, exp_avg, exp_avg_sq.
+    """ + _KIT_DOC
 
     _optimizer = "adam"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
-                 store=None, devices=1, backend="model", device_mem=4 << 30, link_model=True,
-                 mode="smart"):
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False, **kit):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize, foreach=foreach,
-                         capturable=capturable, store=store, devices=devices, backend=backend,
-                         device_mem=device_mem, link_model=link_model, mode=mode)
+                         capturable=capturable, **kit)
 
 
 class SGD(_StoreOptimizer):
     r"""SGD (momentum, dampening, Nesterov, L2 weight decay) with the update in csdkit;
     torch.optim.SGD's arguments (lr is required) plus the kit's. The store keeps a momentum
     buffer only when momentum != 0 at creation; turning momentum on or off later is refused.
-    maximize and differentiable are refused (NotImplementedError)."""
+    maximize and differentiable are refused (NotImplementedError).
+    State (state_dict): momentum_buffer (None without momentum); PyTorch keeps no step.
+    """ + _KIT_DOC
 
     _optimizer = "sgd"
+    _state_keys = {"m": "momentum_buffer"}
+    _has_step_state = False
 
     def __init__(self, params, lr=required, momentum=0, dampening=0,
                  weight_decay=0, nesterov=False, *, maximize=False, foreach=None,
-                 differentiable=False, store=None, devices=1, backend="model",
-                 device_mem=4 << 30, link_model=True, mode="smart"):
+                 differentiable=False, **kit):
         if lr is not required and lr < 0.0:
             raise ValueError("Invalid learning rate: {}".format(lr))
         if momentum < 0.0:
@@ -288,9 +563,7 @@ class SGD(_StoreOptimizer):
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable)
-        super().__init__(params, defaults, store, devices, backend, device_mem, link_model, mode)
-        for group in self.param_groups:
-            self._check_group(group)
+        super().__init__(params, defaults, kit)
 
     def _group_hyper(self, group):
         return dict(lr=float(group["lr"]), momentum=float(group["momentum"]),
@@ -301,13 +574,15 @@ class SGD(_StoreOptimizer):
 class Adagrad(_StoreOptimizer):
     r"""Adagrad (lr decay, L2 weight decay, initial accumulator value) with the update in csdkit;
     torch.optim.Adagrad's arguments and defaults plus the kit's. maximize is refused
-    (NotImplementedError). initial_accumulator_value is used when the store is created."""
+    (NotImplementedError). initial_accumulator_value is used when the store is created.
+    State (state_dict): step, sum.
+    """ + _KIT_DOC
 
     _optimizer = "adagrad"
+    _state_keys = {"v": "sum"}
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
-                 eps=1e-10, foreach=None, *, maximize=False, store=None, devices=1,
-                 backend="model", device_mem=4 << 30, link_model=True, mode="smart"):
+                 eps=1e-10, foreach=None, *, maximize=False, **kit):
         if not 0.0 <= lr:
             raise ValueError("Invalid learning rate: {}".format(lr))
         if not 0.0 <= lr_decay:
@@ -322,11 +597,44 @@ class Adagrad(_StoreOptimizer):
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize)
-        super().__init__(params, defaults, store, devices, backend, device_mem, link_model, mode)
-        for group in self.param_groups:
-            self._check_group(group)
+        super().__init__(params, defaults, kit)
 
     def _group_hyper(self, group):
         return dict(lr=float(group["lr"]), lr_decay=float(group["lr_decay"]),
                     eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
                     initial_accumulator_value=float(group["initial_accumulator_value"]))
+
+
+class Lion(_StoreOptimizer):
+    r"""Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms") with the update
+    in csdkit. PyTorch has no Lion; the arguments and defaults are the paper's reference ones:
+    lr=1e-4, betas=(0.9, 0.99), weight_decay=0 (decoupled, as AdamW).
+
+    Per element, in binary32 without fused multiply-add:
+        c <- beta1 * m + (1 - beta1) * g
+        theta <- theta * (1 - lr * weight_decay) - lr * sign(c)
+        m <- beta2 * m + (1 - beta2) * g
+    maximize is refused (NotImplementedError).
+    State (state_dict): step (the store's step count; Lion's update does not use it), exp_avg.
+    """ + _KIT_DOC
+
+    _optimizer = "lion"
+    _state_keys = {"m": "exp_avg"}
+
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False,
+                 **kit):
+        if not 0.0 <= lr:
+            raise ValueError("Invalid learning rate: {}".format(lr))
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError("Invalid beta parameter at index 0: {}".format(betas[0]))
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError("Invalid beta parameter at index 1: {}".format(betas[1]))
+        if not 0.0 <= weight_decay:
+            raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
+        defaults = dict(lr=lr, betas=betas, weight_decay=weight_decay, maximize=maximize)
+        super().__init__(params, defaults, kit)
+
+    def _group_hyper(self, group):
+        b1, b2 = group["betas"]
+        return dict(lr=float(group["lr"]), beta1=float(b1), beta2=float(b2),
+                    weight_decay=float(group["weight_decay"]))
