@@ -1,7 +1,7 @@
 """csdkit: optimizer steps on (emulated) computational storage devices.
 
 `csdkit.Session` is the C++ runtime's trainer session (the device set, the store of one model
-and the scheduler; see docs/trainer-python.md); `csdkit.torch` holds torch.optim optimizers
+and the scheduler; see docs/trainer.md); `csdkit.torch` holds torch.optim optimizers
 built on it. Errors of a store (missing, corrupt, another model's) raise `csdkit.StoreError`
 (a RuntimeError); bad arguments raise ValueError with what was expected and what was found.
 """

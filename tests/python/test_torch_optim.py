@@ -1,6 +1,6 @@
 """csdkit.torch optimizers against torch.optim on a small fp32 MLP (2 emulated SmartSSDs).
 
-Tolerance (measured values are printed with -s and recorded in docs/trainer-python.md):
+Tolerance (measured values are printed with -s and recorded in docs/trainer.md):
 one step of the kit and of PyTorch differ by a few ulps of the operands (no FMA in the kit,
 fused multiply-adds and another grouping in PyTorch; tests/torch/check_torch_step.py bounds
 one step at <= 6 operand ulps for Adam/AdamW/Adagrad, <= 4 for SGD). Over the steps these

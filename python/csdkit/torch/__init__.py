@@ -1,7 +1,7 @@
 """torch.optim optimizers whose update runs in csdkit (optimizer state in the store, on the
 devices): AdamW, Adam, SGD, Adagrad and Lion, with PyTorch's constructor arguments and defaults
 plus `store=` (the store directory), `devices=`, `backend=` and the kit's other options. See
-docs/trainer-python.md."""
+docs/trainer.md."""
 
 from .optim import SGD, Adagrad, Adam, AdamW, Lion
 

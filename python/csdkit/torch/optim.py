@@ -19,7 +19,7 @@ device), and every step runs there:
 
 Parameters may be float32 (gradients float32; the fp32 weights come back over the link) or
 float16/bfloat16 (gradients of that dtype; the kit keeps fp32 master weights and returns a
-correctly rounded copy). Deviations from torch.optim are listed in docs/trainer-python.md.
+correctly rounded copy). Deviations from torch.optim are listed in docs/trainer.md.
 """
 
 import os
