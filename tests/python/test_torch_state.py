@@ -150,8 +150,10 @@ def test_bad_state_dicts_are_refused_and_write_nothing(twin_models, tmp_path):
         opt.load_state_dict(bad)
     bad = copy.deepcopy(sd)
     bad["state"][0]["exp_avg_sq"][0, 0] = float("nan")
+    bad["param_groups"][0]["lr"] = 0.5
     with pytest.raises(ValueError, match="expected finite values >= 0, found element 0"):
         opt.load_state_dict(bad)
+    assert opt.param_groups[0]["lr"] == 1e-3  # the groups are put back too
     bad = copy.deepcopy(sd)
     bad["param_groups"][0]["params"] = bad["param_groups"][0]["params"][:-1]
     with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):

@@ -423,21 +423,27 @@ class _StoreOptimizer(torch.optim.Optimizer):
             raise ValueError("state: expected one 'step' for every parameter (the kit keeps one "
                              "step count per store), found steps {}".format(sorted(steps)))
         step = steps.pop() if steps else (1 if any_buffer else 0)
-        # Apply: the groups first (the store records them with the imported step).
+        # Apply: the groups first (the store records them with the imported step); a refusal
+        # below puts this optimizer's back.
+        old_groups = list(self.param_groups)
         self.param_groups[:] = new_groups
-        self._ensure_session(check_weights=False)
-        vars_ = self._session.vars
-        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
-        for var in bufs:
-            if var not in vars_ and any(b is not None for b in bufs[var]):
-                raise ValueError("state: '{}' buffers given, but the store '{}' keeps none "
-                                 "(SGD: momentum was 0 when it was created)"
-                                 .format(self._state_keys[var], self._store_dir))
-        self._session.import_state(
-            step, theta,
-            m=bufs["m"] if "m" in bufs and "m" in vars_ else None,
-            v=bufs["v"] if "v" in bufs and "v" in vars_ else None,
-            group_hyper=hyper)
+        try:
+            self._ensure_session(check_weights=False)
+            vars_ = self._session.vars
+            for var in bufs:
+                if var not in vars_ and any(b is not None for b in bufs[var]):
+                    raise ValueError("state: '{}' buffers given, but the store '{}' keeps none "
+                                     "(SGD: momentum was 0 when it was created)"
+                                     .format(self._state_keys[var], self._store_dir))
+            hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+            self._session.import_state(
+                step, theta,
+                m=bufs["m"] if "m" in bufs and "m" in vars_ else None,
+                v=bufs["v"] if "v" in bufs and "v" in vars_ else None,
+                group_hyper=hyper)
+        except BaseException:
+            self.param_groups[:] = old_groups
+            raise
 
     @staticmethod
     def _flat(t, p, what):
