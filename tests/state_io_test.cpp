@@ -5,6 +5,7 @@
 // reader beside a writer are refused, readers share.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <algorithm>
@@ -258,6 +259,7 @@ TEST(StoreLock, OneWriterOrManyReaders) {
     Store w = Store::CreateForModel(d, c, l, {c.hyper, c.hyper},
                                     Packed(Tensors(l, 1, -1, 1)).data(), DType::kFp32);
     refused(StoreAccess::kWrite, "one writer per store");
+    refused(StoreAccess::kWrite, "found it in use by pid " + std::to_string(::getpid()) + " on ");
     refused(StoreAccess::kRead, "no writer");
     // Another process is refused too.
     const pid_t pid = fork();
@@ -282,14 +284,33 @@ TEST(StoreLock, OneWriterOrManyReaders) {
     Store r1 = Store::Open(d, StoreAccess::kRead), r2 = Store::Open(d, l, StoreAccess::kRead);
     r1.Verify();
     EXPECT_EQ(Export(r2, "m").size(), 3u);
-    refused(StoreAccess::kWrite, "found it open for reading or writing");
+    refused(StoreAccess::kWrite, "found it in use (by readers)");
     StateImport in;
     in.theta = {nullptr, nullptr, nullptr};
     EXPECT_THROW(ImportState(r2, in), std::invalid_argument);
     EXPECT_THROW(r1.Commit(r1.EmptyChecksums()), std::logic_error);
   }
-  Store again = Store::Open(d, l);
-  EXPECT_EQ(again.step(), 0);
+  {
+    Store again = Store::Open(d, l);
+    EXPECT_EQ(again.step(), 0);
+  }
+  // A writer killed with SIGKILL leaves no lock behind; while it lives it is named.
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Store held = Store::Open(d);
+    (void)!write(ready[1], "x", 1);
+    for (;;) pause();
+  }
+  char x;
+  ASSERT_EQ(read(ready[0], &x, 1), 1);
+  refused(StoreAccess::kWrite, "in use by pid " + std::to_string(child) + " on ");
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  Store after = Store::Open(d, l);
+  EXPECT_EQ(after.step(), 0);
 }
 
 }  // namespace

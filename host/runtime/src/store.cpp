@@ -37,27 +37,59 @@ constexpr const char* kFormat = "csdkit-store-1";
 
 std::string ErrnoText() { return std::strerror(errno); }
 
+// Who holds a store: "pid <n> on <host>: <command line>", read from /proc/self/cmdline.
+std::string HolderText() {
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  std::string cmd;
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  for (char c; f.get(c);) cmd += c == '\0' ? ' ' : c;
+  while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+  if (cmd.size() > 200) cmd = cmd.substr(0, 200) + "...";
+  return "pid " + std::to_string(::getpid()) + " on " + host + ": " + cmd;
+}
+
 // Takes D/lock (created if absent) without waiting: exclusive for a writer, shared for a reader.
-// The returned handle closes the file, and so drops the lock, when its last copy goes.
+// A writer records who it is in the file (for the message another opener gets); the lock of a
+// process that died is released by the kernel, so a stale file content is never a lock. The
+// returned handle closes the file, and so drops the lock, when its last copy goes.
 std::shared_ptr<const int> LockStore(const std::string& dir, StoreAccess access) {
   const std::string path = dir + "/lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) Fail("store '" + dir + "': cannot open its lock file '" + path + "': " + ErrnoText());
   const bool write = access == StoreAccess::kWrite;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 && !write && (errno == EACCES || errno == EROFS)) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // a read-only store can still be read
+  }
+  if (fd < 0) Fail("store '" + dir + "': cannot open its lock file '" + path + "': " + ErrnoText());
   if (::flock(fd, (write ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
     const int e = errno;
-    ::close(fd);
     if (e == EWOULDBLOCK) {
+      char buf[512] = {0};
+      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      ::close(fd);
       Fail("store '" + dir + "': expected " +
            (write ? std::string("no one else to have it open (one writer per store)")
                   : std::string("no writer to have it open")) +
-           ", found it open for " + (write ? "reading or writing" : "writing") +
-           " (by another optimizer, handle or command, in this process or another); close "
-           "that one first");
+           ", found it in use" + (holder.empty() ? std::string(" (by readers)") : " by " + holder) +
+           "; close that one first");
     }
+    ::close(fd);
     Fail("store '" + dir + "': cannot lock '" + path + "': " + std::strerror(e));
   }
-  return std::shared_ptr<const int>(new int(fd), [](const int* p) {
+  if (write) {
+    const std::string me = HolderText() + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+      const int e = errno;
+      ::close(fd);
+      Fail("store '" + dir + "': cannot write its lock file '" + path + "': " + std::strerror(e));
+    }
+  }
+  return std::shared_ptr<const int>(new int(fd), [write](const int* p) {
+    if (write && ::ftruncate(*p, 0) != 0) {
+      // The holder's line stays; the lock itself goes with the descriptor.
+    }
     ::close(*p);
     delete p;
   });
