@@ -288,5 +288,46 @@ TEST(Launch, ScalarsComputedInDoubleThenRounded) {
                std::invalid_argument);
 }
 
+// Hyper-parameters that are finite in double but overflow binary32 once combined are refused
+// before a launch exists (they would turn the whole state into NaN), naming the scalar.
+TEST(Rules, ScalarsMustBeFiniteAsBinary32) {
+  auto refused = [](OptimizerConfig c, GradSpec gs, const std::string& must) {
+    try {
+      MakeLaunch(c, gs, 1);
+      ADD_FAILURE() << "accepted; expected an error naming " << must;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(must), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("finite as binary32"), std::string::npos) << e.what();
+    }
+  };
+  const GradSpec gs;
+  const OptimizerConfig adamw = OptimizerConfig::Defaults(Optimizer::kAdamW);
+  // Hyper-parameters that are not finite as binary32 themselves.
+  for (const char* name : {"lr", "weight_decay", "eps"}) {
+    OptimizerConfig c = adamw;
+    (std::string(name) == "lr" ? c.lr : std::string(name) == "eps" ? c.eps : c.weight_decay) =
+        1e39;
+    refused(c, gs, std::string(name) + ": expected a value finite as binary32");
+  }
+  OptimizerConfig c = OptimizerConfig::Defaults(Optimizer::kSgd);
+  c.momentum = 1e39;
+  refused(c, gs, "momentum: expected a value finite as binary32");
+  // Each finite as binary32, but a kernel scalar made of them is not.
+  c = adamw;
+  c.lr = 3e38;  // lr / (1 - beta1) at step 1 = 3e39
+  refused(c, gs, "kernel scalar lr = lr / (1 - beta1^t) (step 1)");
+  c = adamw;
+  c.lr = 1e30;
+  c.weight_decay = 1e30;
+  refused(c, gs, "kernel scalar c1 = 1 - lr * weight_decay");
+  GradSpec tiny = gs;
+  tiny.loss_scale = 1e-39;
+  refused(adamw, tiny, "kernel scalar unscale = clip_coef / loss_scale");
+  // The largest binary32 value itself is fine.
+  c = OptimizerConfig::Defaults(Optimizer::kSgd);
+  c.lr = 3.4028234663852886e38;
+  EXPECT_NO_THROW(MakeLaunch(c, gs, 1));
+}
+
 }  // namespace
 }  // namespace csdkit::testing

@@ -43,10 +43,12 @@ namespace {
   throw std::invalid_argument(os.str());
 }
 
+// Finite in double and in binary32 (the kernel's scalars are binary32), inside [lo, hi].
 void CheckFiniteRange(const char* name, double x, double lo, double hi, bool hi_open) {
-  if (!std::isfinite(x) || x < lo || (hi_open ? x >= hi : x > hi)) {
+  if (!std::isfinite(x) || !std::isfinite(static_cast<float>(x)) || x < lo ||
+      (hi_open ? x >= hi : x > hi)) {
     std::ostringstream exp;
-    exp << "a finite value in [" << lo << ", " << hi << (hi_open ? ")" : "]");
+    exp << "a value finite as binary32 in [" << lo << ", " << hi << (hi_open ? ")" : "]");
     Bad(name, exp.str(), x);
   }
 }
@@ -98,10 +100,24 @@ KernelLaunch MakeLaunch(const OptimizerConfig& c, const GradSpec& gs, int64_t st
   md.sparse = gs.sparse;
   md.ftz = gs.ftz;
   const double t = static_cast<double>(step);
+  // Every scalar is computed in double and rounded once to binary32, where it must be finite:
+  // a value that is finite in double but overflows binary32 (lr 1e39, loss scale 1e-39, ...)
+  // would make the whole state NaN.
+  auto scalar = [&](const char* name, const char* formula, double x) {
+    const float f = static_cast<float>(x);
+    if (!std::isfinite(f)) {
+      std::ostringstream os;
+      os << "kernel scalar " << name << " = " << formula << " (step " << step
+         << "): expected a value finite as binary32 (magnitude <= 3.40282347e+38), found " << x
+         << "; the hyper-parameters, loss scale or clip coefficient are out of range";
+      throw std::invalid_argument(os.str());
+    }
+    return hls::F2U(f);
+  };
   KernelLaunch k;
   hls::Scalars sc{};
   const uint32_t one = F32Bits(1.0);
-  sc.unscale = F32Bits(gs.clip_coef / gs.loss_scale);
+  sc.unscale = scalar("unscale", "clip_coef / loss_scale", gs.clip_coef / gs.loss_scale);
   sc.c1 = one;
   sc.c2 = one;
   sc.beta2 = one;
@@ -111,44 +127,44 @@ KernelLaunch MakeLaunch(const OptimizerConfig& c, const GradSpec& gs, int64_t st
     case Optimizer::kAdam: {
       const double bc1 = 1.0 - std::pow(c.beta1, t);
       const double bc2 = 1.0 - std::pow(c.beta2, t);
-      sc.lr = F32Bits(c.lr / bc1);
+      sc.lr = scalar("lr", "lr / (1 - beta1^t)", c.lr / bc1);
       sc.beta1 = F32Bits(c.beta1);
       sc.omb1 = F32Bits(1.0 - c.beta1);
       sc.beta2 = F32Bits(c.beta2);
       sc.omb2 = F32Bits(1.0 - c.beta2);
-      sc.eps = F32Bits(c.eps);
-      sc.c2 = F32Bits(1.0 / std::sqrt(bc2));
+      sc.eps = scalar("eps", "eps", c.eps);
+      sc.c2 = scalar("c2", "1 / sqrt(1 - beta2^t)", 1.0 / std::sqrt(bc2));
       if (c.opt == Optimizer::kAdamW) {
-        sc.c1 = F32Bits(1.0 - c.lr * c.weight_decay);
+        sc.c1 = scalar("c1", "1 - lr * weight_decay", 1.0 - c.lr * c.weight_decay);
       } else {
-        sc.wd = F32Bits(c.weight_decay);
+        sc.wd = scalar("wd", "weight_decay", c.weight_decay);
         md.l2 = c.weight_decay != 0.0;
       }
       break;
     }
     case Optimizer::kSgd:
-      sc.lr = F32Bits(c.lr);
-      sc.beta1 = F32Bits(c.momentum);
+      sc.lr = scalar("lr", "lr", c.lr);
+      sc.beta1 = scalar("momentum", "momentum", c.momentum);
       sc.omb1 = F32Bits(1.0 - c.dampening);
-      sc.wd = F32Bits(c.weight_decay);
+      sc.wd = scalar("wd", "weight_decay", c.weight_decay);
       md.l2 = c.weight_decay != 0.0;
       md.momentum = c.momentum != 0.0;
       md.nesterov = c.nesterov;
       md.first = md.momentum && step == 1;
       break;
     case Optimizer::kAdagrad:
-      sc.lr = F32Bits(c.lr / (1.0 + (t - 1.0) * c.lr_decay));
-      sc.eps = F32Bits(c.eps);
-      sc.wd = F32Bits(c.weight_decay);
+      sc.lr = scalar("lr", "lr / (1 + (t - 1) * lr_decay)", c.lr / (1.0 + (t - 1.0) * c.lr_decay));
+      sc.eps = scalar("eps", "eps", c.eps);
+      sc.wd = scalar("wd", "weight_decay", c.weight_decay);
       md.l2 = c.weight_decay != 0.0;
       break;
     case Optimizer::kLion:
-      sc.lr = F32Bits(c.lr);
+      sc.lr = scalar("lr", "lr", c.lr);
       sc.beta1 = F32Bits(c.beta1);
       sc.omb1 = F32Bits(1.0 - c.beta1);
       sc.beta2 = F32Bits(c.beta2);
       sc.omb2 = F32Bits(1.0 - c.beta2);
-      sc.c1 = F32Bits(1.0 - c.lr * c.weight_decay);
+      sc.c1 = scalar("c1", "1 - lr * weight_decay", 1.0 - c.lr * c.weight_decay);
       break;
   }
   k.mode = hls::EncodeMode(md);
