@@ -22,7 +22,7 @@ void AddBenchCommand(CLI::App& app) {
                 "STREAM-triad bound measured in the same run");
   k->add_option("--n", o->n, "elements per configuration")->capture_default_str();
   k->add_option("--threads", o->max_threads, "largest thread count")->capture_default_str();
-  k->add_option("--reps", o->reps, "repetitions (best of)")->capture_default_str();
+  k->add_option("--reps", o->reps, "repetitions (best of)")->check(Count(1, 1000))->capture_default_str();
   k->add_flag("--quick", o->quick, "only the target configuration (AdamW fp16/fp16)");
   k->add_flag("--json", *json, "print JSON only (default: JSON plus progress on a terminal)");
   k->callback([o, json]() {
@@ -38,12 +38,12 @@ void AddBenchCommand(CLI::App& app) {
       "step", "Step time of SmartUpdate and the baseline on emulated SmartSSDs, and SmartUpdate's "
               "step time against max(I/O only, compute only)");
   st->add_option("--dir", so->dir, "work directory (needs O_DIRECT)")->capture_default_str();
-  st->add_option("--devices", so->devices, "SmartSSDs")->capture_default_str();
-  st->add_option("--params", so->params, "model parameters")->capture_default_str();
+  st->add_option("--devices", so->devices, "SmartSSDs")->check(Count(1, 256))->capture_default_str();
+  st->add_option("--params", so->params, "model parameters")->check(Count(1, uint64_t{1} << 40))->capture_default_str();
   st->add_option("--subgroup", so->subgroup, "elements per subgroup (multiple of 65536)")
       ->capture_default_str();
-  st->add_option("--reps", so->reps, "repetitions (best of)")->capture_default_str();
-  st->add_option("--topk", so->topk, "Top-K sparse gradients with this ratio");
+  st->add_option("--reps", so->reps, "repetitions (best of)")->check(Count(1, 1000))->capture_default_str();
+  st->add_option("--topk", so->topk, "Top-K sparse gradients with this ratio in (0,1]")->check(FiniteIn(0.0, 1.0, true));
   st->add_flag("--keep", so->keep, "keep the store");
   st->add_flag("--json", "JSON output (the only format)");
   sdev->Add(st);

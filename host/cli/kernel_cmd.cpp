@@ -166,7 +166,7 @@ void AddKernelCommand(CLI::App& app) {
       "kernel", "Run the updater kernel's host model on a generated problem; print elements/s "
                 "and a CRC-32 of every output");
   c->add_option("--n", o->n, "elements")->check(CLI::Range(1u, 0xffffffffu))->capture_default_str();
-  c->add_option("--topk", o->topk, "Top-K sparse gradient with this ratio in (0,1]");
+  c->add_option("--topk", o->topk, "Top-K sparse gradient with this ratio in (0,1]")->check(FiniteIn(0.0, 1.0, true));
   c->add_option("--step", o->step, "optimizer step number (from 1)")->capture_default_str();
   c->add_flag("--json", o->json, "print JSON");
   c->add_option("--dump", o->dump, "write inputs, outputs and problem.json (golden vectors) here");

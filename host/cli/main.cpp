@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     csdkit::CheckFpEnvironment();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help prints and exits 0; every refused option or value is bad input: exit 2.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "csdkit: error: %s\n", e.what());
     return 2;

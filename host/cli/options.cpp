@@ -1,11 +1,49 @@
 #include "options.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <vector>
 
 namespace csdkit::cli {
+
+CLI::Validator Count(uint64_t lo, uint64_t hi) {
+  const std::string desc = "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        const std::string want =
+            "expected a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+        if (s.empty() || s.size() > 20 || s.find_first_not_of("0123456789") != std::string::npos) {
+          return want + ", found '" + s + "'";
+        }
+        errno = 0;
+        const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
+        if (errno == ERANGE || v < lo || v > hi) return want + ", found " + s;
+        return std::string();
+      },
+      desc);
+}
+
+CLI::Validator FiniteIn(double lo, double hi, bool lo_open) {
+  std::ostringstream d;
+  d << "FLOAT in " << (lo_open ? "(" : "[") << lo << ", " << hi << "]";
+  const std::string desc = d.str();
+  return CLI::Validator(
+      [lo, hi, lo_open, desc](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) ||
+            (lo_open ? v <= lo : v < lo) || v > hi) {
+          return "expected a finite " + desc.substr(6) + ", found '" + s + "'";
+        }
+        return std::string();
+      },
+      desc);
+}
 
 void DeviceOptions::Add(CLI::App* c) {
   c->add_option("--backend", backend,
@@ -21,7 +59,7 @@ void DeviceOptions::Add(CLI::App* c) {
                 "number of the first device (opencl: device index within the platform)")
       ->capture_default_str();
   c->add_option("--device-mem", device_mem, "device memory per device in bytes")
-      ->check(CLI::Range(uint64_t{1}, UINT64_MAX))
+      ->check(Count(uint64_t{1} << 20, uint64_t{1} << 50))
       ->capture_default_str();
   c->add_flag("!--no-link-model", link_model,
               "do not estimate SmartSSD hardware time with the link model");
@@ -77,7 +115,7 @@ void HyperOptions::Add(CLI::App* c) {
   c->add_flag("--ftz", ftz, "FTZ/DAZ policy instead of IEEE");
   c->add_option("--loss-scale", loss_scale, "gradients arrive multiplied by this")
       ->capture_default_str();
-  c->add_option("--seed", seed, seed_help_)->capture_default_str();
+  c->add_option("--seed", seed, seed_help_)->check(Count(0, UINT64_MAX))->capture_default_str();
 }
 
 bool HyperOptions::Given(const char* opt) const {

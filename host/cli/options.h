@@ -12,6 +12,13 @@
 
 namespace csdkit::cli {
 
+/// An unsigned option: digits only (no sign: "-1" is refused instead of wrapping to 2^64 - 1),
+/// a value in [lo, hi]. The message names what was expected and what was found.
+CLI::Validator Count(uint64_t lo, uint64_t hi);
+/// A floating-point option that must be finite and inside (lo, hi] (lo_open) or [lo, hi]:
+/// NaN and infinities are refused, never read as a default.
+CLI::Validator FiniteIn(double lo, double hi, bool lo_open);
+
 /// --backend, --platform, --xclbin, --device, --device-mem, --no-link-model, --ds-config,
 /// --memory and --trace (rtl): what the device set needs.
 struct DeviceOptions {

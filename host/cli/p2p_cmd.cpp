@@ -21,7 +21,7 @@ void AddP2pCommand(CLI::App& app) {
   c->add_option("--bytes", o->bytes, "bytes per measurement")->capture_default_str();
   c->add_option("--block-size", o->block_sizes, "block sizes to sweep (bytes)");
   c->add_option("--queue-depth", o->queue_depths, "queue depths to sweep");
-  c->add_option("--reps", o->reps, "repetitions (best of)")->capture_default_str();
+  c->add_option("--reps", o->reps, "repetitions (best of)")->check(Count(1, 1000))->capture_default_str();
   dev->Add(c);
   c->add_flag("--json", *json, "print JSON");
   c->callback([o, json, dev] {

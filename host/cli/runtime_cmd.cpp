@@ -98,8 +98,8 @@ void AddInit(CLI::App& app) {
   auto o = std::make_shared<InitOpts>();
   CLI::App* c = app.add_subcommand("init", "Create emulated devices and a deterministic initial "
                                            "optimizer state (committed as step 0)");
-  c->add_option("--devices", o->devices, "number of SmartSSDs")->capture_default_str();
-  c->add_option("--params", o->params, "model parameters")->capture_default_str();
+  c->add_option("--devices", o->devices, "number of SmartSSDs")->check(Count(1, 256))->capture_default_str();
+  c->add_option("--params", o->params, "model parameters")->check(Count(1, uint64_t{1} << 40))->capture_default_str();
   c->add_option("--dir", o->dir, "store directory (one subdirectory per device)")->required();
   c->add_option("--subgroup", o->subgroup,
                 "elements per subgroup (multiple of 65536; default: fits --device-mem, <= 4Mi)");
@@ -173,10 +173,10 @@ void AddStep(CLI::App& app) {
                                    "(states through the host)")
       ->check(CLI::IsMember({"smart", "baseline"}))
       ->capture_default_str();
-  c->add_option("--topk", o->topk, "Top-K sparse gradients with this ratio in (0,1]");
+  c->add_option("--topk", o->topk, "Top-K sparse gradients with this ratio in (0,1]")->check(FiniteIn(0.0, 1.0, true));
   c->add_option("--clip", o->clip, "clip coefficient folded into the unscale factor")
       ->capture_default_str();
-  c->add_option("--threads", o->threads, "baseline host threads (default: all)");
+  c->add_option("--threads", o->threads, "baseline host threads (default: all)")->check(Count(1, 1024));
   c->add_option("--overflow-at", o->overflow_step,
                 "make the gradient of this step non-finite (to see the step skipped)");
   c->add_flag("--json", o->json, "print JSON");
@@ -270,11 +270,11 @@ void AddRun(CLI::App& app) {
              "the baseline from the same initial state, a table of time and traffic per link");
   c->add_option("--dir", o->dir, "work directory (created; two stores inside)")
       ->capture_default_str();
-  c->add_option("--devices", o->devices, "SmartSSDs")->capture_default_str();
-  c->add_option("--params", o->params, "model parameters")->capture_default_str();
+  c->add_option("--devices", o->devices, "SmartSSDs")->check(Count(1, 256))->capture_default_str();
+  c->add_option("--params", o->params, "model parameters")->check(Count(1, uint64_t{1} << 40))->capture_default_str();
   c->add_option("--steps", o->steps, "steps per mode")->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  c->add_option("--topk", o->topk, "Top-K sparse gradients with this ratio in (0,1]");
+  c->add_option("--topk", o->topk, "Top-K sparse gradients with this ratio in (0,1]")->check(FiniteIn(0.0, 1.0, true));
   c->add_option("--subgroup", o->subgroup, "elements per subgroup (multiple of 65536)");
   c->add_flag("--json", o->json, "print JSON");
   c->add_flag("--keep", o->keep, "keep the stores afterwards");

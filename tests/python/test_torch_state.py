@@ -203,7 +203,9 @@ def cpu_grad_scaler(init_scale):
     else torch.cuda.amp.GradScaler made while CUDA is reported available (torch 1.13 disables
     itself without CUDA; its step() is device-independent, its update() is CUDA-only)."""
     if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
-        return torch.amp.GradScaler("cpu", init_scale=init_scale), True
+        s = torch.amp.GradScaler("cpu", init_scale=init_scale)
+        s._lazy_init_scale_growth_tracker(torch.device("cpu"))  # as scale() would
+        return s, True
     with unittest.mock.patch("torch.cuda.is_available", return_value=True):
         s = torch.cuda.amp.GradScaler(init_scale=init_scale)
     s._lazy_init_scale_growth_tracker(torch.device("cpu"))

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -266,10 +267,17 @@ void Store::WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bo
     j["group_hyper"] = gh;
   }
   const std::string tmp = dir_ + "/manifest.json.tmp";
-  WriteSmallFile(tmp, j.dump(1) + "\n");
+  try {
+    WriteSmallFile(tmp, j.dump(1) + "\n");
+  } catch (...) {
+    ::unlink(tmp.c_str());  // no temp file survives a failed commit
+    throw;
+  }
   if (!initial && commit_hook) commit_hook("tmp_written");
   if (::rename(tmp.c_str(), (dir_ + "/manifest.json").c_str()) != 0) {
-    Fail("cannot rename '" + tmp + "' over the manifest: " + ErrnoText());
+    const std::string e = ErrnoText();
+    ::unlink(tmp.c_str());
+    Fail("cannot rename '" + tmp + "' over the manifest: " + e);
   }
   if (!initial && commit_hook) commit_hook("renamed");
   FsyncPath(dir_, true);
@@ -317,22 +325,48 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
           std::to_string(sh.device) + " devices");
     }
   }
+  bool made_dir = true;
   if (::mkdir(dir.c_str(), 0700) != 0) {
     if (errno != EEXIST) Fail("cannot create '" + dir + "': " + ErrnoText());
+    made_dir = false;
     struct stat st {};
     ::stat(dir.c_str(), &st);
     if (!S_ISDIR(st.st_mode)) Fail("'" + dir + "': expected a directory, found a file");
   }
-  auto refuse_existing = [&] {
+  if (!made_dir) {
     if (::access((dir + "/manifest.json").c_str(), F_OK) == 0) {
       Fail("'" + dir + "': expected an empty or absent directory, found an existing store "
            "(remove it first, or use `csdkit step` on it)");
     }
+    std::error_code ec;
+    const std::filesystem::directory_iterator it(dir, ec);
+    if (ec) Fail("cannot list '" + dir + "': " + ec.message());
+    if (it != std::filesystem::directory_iterator()) {
+      Fail("'" + dir + "': expected an empty or absent directory, found '" +
+           it->path().filename().string() + "' in it (a store is only created where it "
+           "overwrites nothing)");
+    }
+  }
+  // From here on, a failure removes what this call created (and nothing else).
+  std::vector<std::string> made;  // paths created inside an existing directory
+  auto undo = [&] {
+    std::error_code ec;
+    if (made_dir) {
+      std::filesystem::remove_all(dir, ec);
+    } else {
+      for (auto p = made.rbegin(); p != made.rend(); ++p) std::filesystem::remove_all(*p, ec);
+    }
   };
-  refuse_existing();  // before the lock file is made in it
   Store s;
+  // A lock held by someone else means another creator or user is at work in `dir`: nothing
+  // here is ours to remove then.
   s.lock_ = LockStore(dir, StoreAccess::kWrite);
-  refuse_existing();  // made by another creator in the meantime
+  if (::access((dir + "/manifest.json").c_str(), F_OK) == 0) {
+    Fail("'" + dir + "': expected an empty or absent directory, found an existing store "
+         "(created meanwhile by another process)");
+  }
+  made.push_back(dir + "/lock");
+  try {
   s.dir_ = dir;
   s.cfg_ = cfg;
   s.has_layout_ = layout != nullptr;
@@ -346,9 +380,8 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
   s.store_id_ = id;
   for (unsigned d = 0; d < cfg.devices; ++d) {
     const std::string dd = dir + "/dev" + std::to_string(d);
-    if (::mkdir(dd.c_str(), 0700) != 0 && errno != EEXIST) {
-      Fail("cannot create '" + dd + "': " + ErrnoText());
-    }
+    if (::mkdir(dd.c_str(), 0700) != 0) Fail("cannot create '" + dd + "': " + ErrnoText());
+    made.push_back(dd);
     const nlohmann::json ident{{"store_id", s.store_id_}, {"device", d}, {"devices", cfg.devices}};
     WriteSmallFile(dd + "/device.json", ident.dump() + "\n");
     for (unsigned v = 0; v < s.vars_.size(); ++v) {
@@ -379,10 +412,17 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
     }
     for (unsigned v = 0; v < s.vars_.size(); ++v) s.files_[d][v][0].Sync();
   }
+  made.push_back(dir + "/manifest.json.tmp");
+  made.push_back(dir + "/manifest.json");
   s.WriteManifest(0, 0, crcs, true);
   s.crcs_ = crcs;
   s.step_ = 0;
   s.slot_ = 0;
+  } catch (...) {
+    s.files_.clear();
+    undo();
+    throw;
+  }
   return s;
 }
 
