@@ -4,6 +4,7 @@
 // step from there matches an uninterrupted run bit for bit.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -279,6 +280,51 @@ TEST(Runtime, DeviceMemoryIsEnforced) {
 const char* g_kill_stage = nullptr;
 void KillAt(const char* stage) {
   if (g_kill_stage != nullptr && std::string(stage) == g_kill_stage) raise(SIGKILL);
+}
+
+// `init` creates a store only where it overwrites nothing, and a creation that fails removes
+// what it made (and only that): a directory it created goes, an empty one it was given stays
+// empty. The failure is a file-size limit (RLIMIT_FSIZE) hit while the shards are allocated,
+// in a child process.
+TEST(Runtime, CreateRefusesNonEmptyDirectoriesAndUndoesFailures) {
+  const StoreConfig cfg = Config(Optimizer::kAdamW, 1 << 20, 2, 65536);
+  const std::string d = TestDir("create/nonempty");
+  fs::create_directories(d);
+  std::ofstream(d + "/notes.txt") << "a user's file\n";
+  try {
+    Store::Create(d, cfg);
+    ADD_FAILURE() << "created a store in a non-empty directory";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("found 'notes.txt' in it"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1);
+  for (const bool given : {false, true}) {
+    const std::string f = TestDir(std::string("create/fail_") + (given ? "given" : "made"));
+    if (given) fs::create_directories(f);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      signal(SIGXFSZ, SIG_IGN);
+      struct rlimit rl {};
+      rl.rlim_cur = rl.rlim_max = 1 << 20;  // a shard file of 2 MiB cannot be allocated
+      setrlimit(RLIMIT_FSIZE, &rl);
+      try {
+        Store::Create(f, cfg);
+        _exit(0);
+      } catch (const std::exception&) {
+        _exit(7);
+      }
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7) << "status " << status;
+    if (given) {
+      EXPECT_TRUE(fs::is_directory(f));
+      EXPECT_TRUE(fs::is_empty(f)) << "a failed creation left files in " << f;
+    } else {
+      EXPECT_FALSE(fs::exists(f)) << "a failed creation left " << f;
+    }
+  }
 }
 
 // Deterministic kills inside the commit protocol: after the data is synced, after the new
