@@ -230,6 +230,21 @@ TEST(Runtime, BrokenStoresAreRefusedWithClearErrors) {
   d = fresh("badjson");
   std::ofstream(d + "/manifest.json") << "{ not json";
   ExpectStoreError(d, "not valid JSON");
+  // The manifest proves itself: any edit of a value (here lr, and the seed by one digit) or a
+  // format from before the checksum is refused, naming the checksum.
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"lr\": 0.001", "\"lr\": 0.002"}, {"\"seed\": 7", "\"seed\": 8"},
+           {"\"committed_step\": 0", "\"committed_step\": 1"}}) {
+    d = fresh("edited");
+    std::ifstream in(d + "/manifest.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from << " not in " << text;
+    text.replace(at, from.size(), to);
+    std::ofstream(d + "/manifest.json", std::ios::trunc) << text;
+    ExpectStoreError(d, "expected manifest_crc");
+  }
   d = fresh("missingfile");
   fs::remove(d + "/dev1/m.0.bin");
   ExpectStoreError(d, "dev1/m.0.bin");
@@ -325,6 +340,31 @@ TEST(Runtime, CreateRefusesNonEmptyDirectoriesAndUndoesFailures) {
       EXPECT_FALSE(fs::exists(f)) << "a failed creation left " << f;
     }
   }
+}
+
+// Once the manifest is renamed the step is committed: a failure after that (here injected at the
+// "renamed" stage, standing for a failed directory sync) is a durability warning in the report,
+// not an error — the store is at the new step and a retry would step twice.
+TEST(Runtime, FailureAfterTheRenameIsAWarningNotAnError) {
+  const StoreConfig cfg = Config(Optimizer::kAdamW, 150000, 2, 65536);
+  const std::string d = TestDir("durability");
+  Store s = Store::Create(d, cfg);
+  System sys(s);
+  Store::commit_hook = [](const char* stage) {
+    if (std::string(stage) == "renamed") throw std::runtime_error("injected: fsync of the directory failed");
+  };
+  StepReport r;
+  EXPECT_NO_THROW(r = sys.rt->Step(GradientSet::Synthetic(s, 1, 0.0), StepOptions()));
+  Store::commit_hook = nullptr;
+  EXPECT_EQ(s.step(), 1);
+  EXPECT_EQ(testing::CommittedStep(d), 1);
+  EXPECT_NE(r.warning.find("step 1 is committed, but may not survive a power loss: injected"),
+            std::string::npos) << r.warning;
+  EXPECT_EQ(r.ToJson()["warning"], r.warning);
+  EXPECT_FALSE(fs::exists(d + "/manifest.json.tmp"));
+  const StepReport next = sys.rt->Step(GradientSet::Synthetic(s, 2, 0.0), StepOptions());
+  EXPECT_TRUE(next.warning.empty()) << next.warning;
+  EXPECT_EQ(s.step(), 2);
 }
 
 // Deterministic kills inside the commit protocol: after the data is synced, after the new

@@ -1,6 +1,9 @@
 // csdkit: command-line entry point.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 
 #include <CLI/CLI.hpp>
 
@@ -22,11 +25,20 @@ int main(int argc, char** argv) {
   try {
     csdkit::CheckFpEnvironment();
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // a command's own outcome (e.g. 1: the kernel reported an error)
   } catch (const CLI::ParseError& e) {
     // --help prints and exits 0; every refused option or value is bad input: exit 2.
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "csdkit: error: %s\n", e.what());
+    return 2;
+  }
+  // Every output write is checked: output that could not be written (a full disk, /dev/full, a
+  // closed pipe) is a failure, not a success with the result lost.
+  std::cout.flush();
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
+    std::fprintf(stderr, "csdkit: error: cannot write the output: %s\n", std::strerror(errno));
     return 2;
   }
   return 0;

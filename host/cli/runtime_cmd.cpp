@@ -194,6 +194,14 @@ void AddStep(CLI::App& app) {
       for (const auto& r : reps) PrintStepLine(r, m_bytes);
       std::printf("committed step %lld\n", static_cast<long long>(store.step()));
     }
+    // Committed but perhaps not durable: a distinct exit status (3), not a failure to retry.
+    bool warned = false;
+    for (const auto& r : reps) {
+      if (r.warning.empty()) continue;
+      std::fprintf(stderr, "csdkit: warning: %s\n", r.warning.c_str());
+      warned = true;
+    }
+    if (warned) throw CLI::RuntimeError(3);
   });
 }
 

@@ -52,7 +52,8 @@ nlohmann::json StepReport::ToJson() const {
           {"compute_seconds", compute_seconds},
           {"virtual_seconds", virtual_seconds},
           {"subgroups", subgroups},
-          {"bytes", bytes.ToJson()}};
+          {"bytes", bytes.ToJson()},
+          {"warning", warning}};
 }
 
 // --------------------------------------------------------------------------------------------
@@ -480,6 +481,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   if (err) std::rethrow_exception(err);
   if (o.phases == StepPhases::kAll) {
     store_.Commit(crcs, &used);
+    rep.warning = store_.durability_warning();
     have_weights_ = c.out != DType::kFp32 || o.fp32_weights_out;
     last_frozen_ = grads.frozen();
   }

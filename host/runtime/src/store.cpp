@@ -34,7 +34,20 @@ void (*Store::commit_hook)(const char* stage) = nullptr;
 
 namespace {
 
-constexpr const char* kFormat = "csdkit-store-1";
+// Format 2: the slot is recorded (not derived from the step) and the manifest carries a CRC-32
+// of its own content.
+constexpr const char* kFormat = "csdkit-store-2";
+
+// CRC-32 of a manifest's content without its "manifest_crc" member, as 8 hex digits. The JSON
+// is dumped compactly with sorted keys (nlohmann's object order), so the value does not depend
+// on the file's whitespace.
+std::string ManifestCrc(nlohmann::json j) {
+  j.erase("manifest_crc");
+  const std::string text = j.dump();
+  char b[16];
+  std::snprintf(b, sizeof b, "%08x", Crc32(text.data(), text.size()));
+  return b;
+}
 
 std::string ErrnoText() { return std::strerror(errno); }
 
@@ -266,6 +279,7 @@ void Store::WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bo
     for (const OptimizerConfig& h : group_hyper_) gh.push_back(HyperToJson(h));
     j["group_hyper"] = gh;
   }
+  j["manifest_crc"] = ManifestCrc(j);
   const std::string tmp = dir_ + "/manifest.json.tmp";
   try {
     WriteSmallFile(tmp, j.dump(1) + "\n");
@@ -279,8 +293,16 @@ void Store::WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bo
     ::unlink(tmp.c_str());
     Fail("cannot rename '" + tmp + "' over the manifest: " + e);
   }
-  if (!initial && commit_hook) commit_hook("renamed");
-  FsyncPath(dir_, true);
+  // The rename is the commit. What follows only makes it durable; a failure here is reported
+  // as such (durability_warning), never as an uncommitted step.
+  try {
+    if (!initial && commit_hook) commit_hook("renamed");
+    FsyncPath(dir_, true);
+  } catch (const std::exception& e) {
+    if (initial) throw;
+    durability_warning_ = std::string("step ") + std::to_string(step) +
+                          " is committed, but may not survive a power loss: " + e.what();
+  }
 }
 
 template <typename Init>
@@ -501,6 +523,12 @@ Store Store::Open(const std::string& dir, StoreAccess access) {
   const std::string w = "store '" + dir + "' manifest";
   const std::string fmt = Get<std::string>(j, "format", w);
   if (fmt != kFormat) Fail(w + ": expected format '" + kFormat + "', found '" + fmt + "'");
+  const std::string crc = Get<std::string>(j, "manifest_crc", w);
+  if (crc != ManifestCrc(j)) {
+    Fail(w + ": expected manifest_crc " + ManifestCrc(j) + " (the CRC-32 of its content), found " +
+         crc + ": the manifest was edited or corrupted; restore it from a backup, it cannot be "
+         "trusted");
+  }
   Store s;
   s.dir_ = dir;
   s.lock_ = std::move(lock);
@@ -608,6 +636,7 @@ void Store::SyncNextSlot() {
 void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used,
                    std::optional<int64_t> step) {
   RequireWriter("Commit");
+  durability_warning_.clear();
   const int64_t next_step = step ? *step : step_ + 1;
   if (next_step < 0) {
     throw std::invalid_argument("commit: expected a step number >= 0, found " +

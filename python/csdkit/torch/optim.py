@@ -23,6 +23,7 @@ correctly rounded copy). Deviations from torch.optim are listed in docs/trainer.
 """
 
 import os
+import warnings
 
 import torch
 from torch.optim.optimizer import required
@@ -321,6 +322,10 @@ class _StoreOptimizer(torch.optim.Optimizer):
             scaler_state["found_inf_per_device"] = {
                 dev: torch.full((1,), 1.0 if rep["skipped"] else 0.0, dtype=torch.float32,
                                 device=dev)}
+        if rep.get("warning"):
+            # Committed, but the store may not keep it through a power loss: not an error (the
+            # step is done; retrying would step twice).
+            warnings.warn(rep["warning"], RuntimeWarning, stacklevel=2)
         self.last_report = rep
         return loss
 

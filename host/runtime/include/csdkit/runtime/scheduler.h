@@ -79,6 +79,7 @@ struct StepReport {
   double virtual_seconds = 0;  // link model estimate for SmartSSD hardware (0 if no model)
   uint64_t subgroups = 0;
   LinkBytes bytes;
+  std::string warning;  // committed, but Store::durability_warning() said why it may not last
   nlohmann::json ToJson() const;
 };
 

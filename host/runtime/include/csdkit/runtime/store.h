@@ -151,6 +151,11 @@ class Store {
   /// (`used`; nullptr = unchanged). std::logic_error on a store opened for reading.
   void Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used = nullptr,
               std::optional<int64_t> step = std::nullopt);
+  /// After a Commit: empty, or why the commit — done, since the manifest was renamed — may not
+  /// survive a power loss (the directory sync after the rename failed). The step is committed
+  /// either way; callers report this as a warning, not as a failed step (a retry would step
+  /// twice).
+  const std::string& durability_warning() const { return durability_warning_; }
 
   /// Reads the committed slot completely and checks every subgroup's CRC. Throws StoreError
   /// naming the first corrupt (device, variable, subgroup) with expected and found CRC.
@@ -180,6 +185,7 @@ class Store {
   unsigned slot_ = 0;
   StoreAccess access_ = StoreAccess::kWrite;
   std::shared_ptr<const int> lock_;  // the flock'ed D/lock (closed by its deleter)
+  std::string durability_warning_;
   std::vector<Shard> shards_;
   std::vector<std::string> vars_;
   bool has_layout_ = false;
