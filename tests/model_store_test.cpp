@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/platform/problem.h"
 #include "csdkit/platform/sparse_codec.h"
 #include "csdkit/platform/splitmix.h"
@@ -330,6 +332,27 @@ TEST(ModelStore, TrainerGradientsInWeightsOut) {
   }
   EXPECT_THROW(sa.CopyWeightsOut({dst[0]}), std::invalid_argument);
   EXPECT_THROW(GradientSet::Gather(a, {ptrs[0], ptrs[2]}), std::invalid_argument);
+  // A reused transfer buffer (TakeBuffer) full of another step's values: the gaps — group
+  // padding and a tensor without gradient — are zero again, the rest is this step's, and the
+  // gather's own finiteness verdict and norm match a fresh buffer's.
+  AlignedBuffer dirty(a.config().params * 4);
+  std::memset(dirty.data(), 0x7f, dirty.size());  // 0x7f7f7f7f: finite, huge
+  const std::vector<const void*> some{ptrs[0], nullptr, ptrs[2]};
+  double nf = 0, nr = 0;
+  const GradientSet fresh = GradientSet::Gather(a, some, &nf);
+  GradientSet reused = GradientSet::Gather(a, some, &nr, std::move(dirty));
+  EXPECT_TRUE(fresh.dense().SameBytes(reused.dense()));
+  EXPECT_EQ(nf, nr);
+  std::string where;
+  EXPECT_TRUE(reused.AllFinite(&where));
+  AlignedBuffer back = std::move(reused).TakeBuffer();
+  EXPECT_GE(back.size(), a.config().params * 4);
+  per[2][17] = std::numeric_limits<float>::infinity();
+  double ninf = 0;
+  const GradientSet bad = GradientSet::Gather(a, ptrs, &ninf, std::move(back));
+  EXPECT_FALSE(bad.AllFinite(&where));
+  EXPECT_NE(where.find("element " + std::to_string(l.offset(2) + 17)), std::string::npos) << where;
+  EXPECT_TRUE(std::isinf(ninf));
 }
 
 // The committed bytes of variable v for flattened elements [b, e).

@@ -53,7 +53,8 @@ StepReport Session::Step(const std::vector<const void*>& grads, const StepOption
                          double max_norm, double* l2norm, const std::vector<void*>* weights_out) {
   double norm = 0;
   const bool want_norm = l2norm != nullptr || max_norm > 0;
-  const GradientSet g = GradientSet::Gather(*store_, grads, want_norm ? &norm : nullptr);
+  GradientSet g =
+      GradientSet::Gather(*store_, grads, want_norm ? &norm : nullptr, std::move(gather_buf_));
   if (l2norm != nullptr) *l2norm = norm;
   StepOptions o = o_in;
   if (max_norm > 0) {
@@ -62,7 +63,14 @@ StepReport Session::Step(const std::vector<const void*>& grads, const StepOption
     const double ls = o.loss_scale ? *o.loss_scale : store_->config().loss_scale;
     o.clip_coef = std::min(1.0, max_norm / (norm / ls + 1e-6));
   }
-  StepReport rep = scheduler_->Step(g, o);
+  StepReport rep;
+  try {
+    rep = scheduler_->Step(g, o);
+  } catch (...) {
+    gather_buf_ = std::move(g).TakeBuffer();
+    throw;
+  }
+  gather_buf_ = std::move(g).TakeBuffer();  // the next step gathers into it again
   if (!rep.skipped && weights_out != nullptr) scheduler_->CopyWeightsOut(*weights_out);
   return rep;
 }

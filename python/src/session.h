@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/runtime/layout.h"
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/state_io.h"
@@ -60,6 +61,7 @@ class Session {
   std::unique_ptr<Store> store_;
   std::unique_ptr<DeviceSet> devices_;
   std::unique_ptr<Scheduler> scheduler_;
+  AlignedBuffer gather_buf_;  // the transfer buffer, kept from step to step
 };
 
 }  // namespace csdkit::py_binding

@@ -56,6 +56,7 @@ struct csdkit_store {
   std::unique_ptr<csdkit::DeviceSet> devices;
   std::unique_ptr<csdkit::Store> store;
   std::unique_ptr<csdkit::Scheduler> scheduler;
+  csdkit::AlignedBuffer gather_buf;  // the transfer buffer, kept from step to step
   std::string last_error;
 
   ~csdkit_store() {
@@ -497,7 +498,8 @@ csdkit_status csdkit_step(csdkit_store* store, const void* const* grads, size_t 
     double norm = 0;
     const bool want_norm = l2norm != nullptr || opt.max_norm > 0.0;
     const std::vector<const void*> ptrs(grads, grads + n_tensors);
-    const csdkit::GradientSet g = csdkit::GradientSet::Gather(s, ptrs, want_norm ? &norm : nullptr);
+    csdkit::GradientSet g = csdkit::GradientSet::Gather(s, ptrs, want_norm ? &norm : nullptr,
+                                                        std::move(store->gather_buf));
     if (l2norm != nullptr) *l2norm = norm;
     o.clip_coef = opt.clip_coef;
     if (opt.max_norm > 0.0 && std::isfinite(norm)) {
@@ -505,11 +507,19 @@ csdkit_status csdkit_step(csdkit_store* store, const void* const* grads, size_t 
       const double scale = o.loss_scale ? *o.loss_scale : s.config().loss_scale;
       o.clip_coef = std::min(1.0, opt.max_norm / (norm / scale + 1e-6));
     }
-    const csdkit::StepReport r = store->scheduler->Step(g, o);
+    csdkit::StepReport r;
+    try {
+      r = store->scheduler->Step(g, o);
+    } catch (...) {
+      store->gather_buf = std::move(g).TakeBuffer();
+      throw;
+    }
+    store->gather_buf = std::move(g).TakeBuffer();  // the next step gathers into it again
     if (report != nullptr) {
       report->step = r.step;
       report->skipped = r.skipped ? 1 : 0;
       CopyReason(r.skip_reason, report->skip_reason);
+      CopyReason(r.warning, report->warning);
       report->seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       report->virtual_seconds = r.virtual_seconds;

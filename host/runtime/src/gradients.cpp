@@ -65,8 +65,47 @@ GradientSet GradientSet::Synthetic(const Store& store, int64_t step, double topk
   return g;
 }
 
+namespace {
+
+// Whether all n elements are finite: each element's exponent test OR-ed into one flag (a loop
+// the compiler vectorises; -O3 for this function only, as the library builds at -O2).
+template <typename T>
+__attribute__((optimize("O3"))) bool AllFiniteBits(const T* x, uint64_t n, T exp_mask) {
+  T bad = 0;
+  for (uint64_t i = 0; i < n; ++i) bad |= static_cast<T>((x[i] & exp_mask) == exp_mask);
+  return bad == 0;
+}
+
+// Copies n elements and tells whether all are finite, in one pass over memory: 64 KiB at a
+// time, copied (memcpy) and then checked while in cache; with `sum`, also adds the squares
+// (double, in element order).
+template <typename T>
+bool CopyChecked(T* dst, const T* src, uint64_t n, T exp_mask, double* sum, DType dt) {
+  constexpr uint64_t kChunk = (64u << 10) / sizeof(T);
+  bool finite = true;
+  for (uint64_t at = 0; at < n; at += kChunk) {
+    const uint64_t m = std::min(kChunk, n - at);
+    std::memcpy(dst + at, src + at, m * sizeof(T));
+    finite &= AllFiniteBits(dst + at, m, exp_mask);
+  }
+  if (sum != nullptr) {
+    double s = *sum;  // one running sum over the model, in element order
+    for (uint64_t i = 0; i < n; ++i) {  // over what was just copied (still in cache)
+      uint32_t bits = dst[i];
+      if (dt == DType::kFp16) bits = hls::F16ToF32(static_cast<uint16_t>(bits));
+      if (dt == DType::kBf16) bits = hls::Bf16ToF32(static_cast<uint16_t>(bits));
+      const double x = hls::U2F(bits);
+      s += x * x;
+    }
+    *sum = s;
+  }
+  return finite;
+}
+
+}  // namespace
+
 GradientSet GradientSet::Gather(const Store& store, const std::vector<const void*>& grads,
-                                double* l2norm) {
+                                double* l2norm, AlignedBuffer reuse) {
   const ParamLayout* l = store.layout();
   if (l == nullptr) {
     throw std::invalid_argument("gradients: expected a store created for a model (with a "
@@ -82,33 +121,40 @@ GradientSet GradientSet::Gather(const Store& store, const std::vector<const void
   g.dtype_ = c.grad;
   g.params_ = c.params;
   const unsigned eb = DTypeBytes(c.grad);
-  g.dense_ = AlignedBuffer(c.params * eb);  // zero: the padding between groups
+  const bool reused = reuse.size() >= c.params * eb && reuse.size() <= c.params * eb + (4u << 20);
+  g.dense_ = reused ? std::move(reuse) : AlignedBuffer(c.params * eb);  // new: all zero
+  // Zeroes [from, to) (elements) of a reused buffer: the gaps no tensor's gradient fills.
+  auto zero = [&](uint64_t from, uint64_t to) {
+    if (reused && to > from) std::memset(g.dense_.data() + from * eb, 0, (to - from) * eb);
+  };
   double sum = 0.0;
+  bool finite = true;
+  uint64_t end_prev = 0;
   for (size_t t = 0; t < grads.size(); ++t) {
-    const uint64_t n = l->tensors()[t].numel;
+    const uint64_t n = l->tensors()[t].numel, at = l->offset(t);
+    zero(end_prev, at);  // group padding
+    end_prev = at + n;
     if (grads[t] == nullptr) {
-      g.frozen_.push_back({l->offset(t), l->offset(t) + n});  // gradient stays zero
+      g.frozen_.push_back({at, at + n});  // gradient zero: the kernel's output is replaced
+      zero(at, at + n);
       continue;
     }
-    uint8_t* dst = g.dense_.data() + l->offset(t) * eb;
-    std::memcpy(dst, grads[t], n * eb);
-    if (l2norm == nullptr) continue;
-    // The norm over what was just copied (still in cache).
-    for (uint64_t i = 0; i < n; ++i) {
-      double x;
-      if (eb == 4) {
-        float f;
-        std::memcpy(&f, dst + 4 * i, 4);
-        x = f;
-      } else {
-        uint16_t h;
-        std::memcpy(&h, dst + 2 * i, 2);
-        x = hls::U2F(c.grad == DType::kFp16 ? hls::F16ToF32(h) : hls::Bf16ToF32(h));
-      }
-      sum += x * x;
+    double* s = l2norm != nullptr ? &sum : nullptr;
+    if (eb == 4) {
+      finite &= CopyChecked(g.dense_.as<uint32_t>() + at, static_cast<const uint32_t*>(grads[t]),
+                            n, 0x7f800000u, s, c.grad);
+    } else {
+      finite &= CopyChecked(g.dense_.as<uint16_t>() + at, static_cast<const uint16_t*>(grads[t]),
+                            n, static_cast<uint16_t>(c.grad == DType::kFp16 ? 0x7c00u : 0x7f80u),
+                            s, c.grad);
     }
   }
-  if (l2norm != nullptr) *l2norm = std::sqrt(sum);
+  zero(end_prev, c.params);
+  if (reused) {  // the capacity beyond the model, as a new buffer has it
+    std::memset(g.dense_.data() + c.params * eb, 0, g.dense_.size() - c.params * eb);
+  }
+  g.known_finite_ = finite ? 1 : 0;
+  if (l2norm != nullptr) *l2norm = finite ? std::sqrt(sum) : INFINITY;
   return g;
 }
 
@@ -187,6 +233,7 @@ GradientSet GradientSet::TopK(const Store& store, double ratio) const {
 }
 
 bool GradientSet::AllFinite(std::string* where) const {
+  if (known_finite_ == 1) return true;  // the gather pass saw every value (the usual case)
   const unsigned eb = DTypeBytes(dtype_);
   auto check = [&](const AlignedBuffer& b, uint64_t count, const std::string& what) {
     for (uint64_t i = 0; i < count; ++i) {

@@ -184,6 +184,9 @@ typedef struct csdkit_step_report {
   uint64_t subgroups;         /**< kernel launches */
   uint64_t shared_link_bytes; /**< sum over the links of the shared uplink */
   uint64_t link_bytes[CSDKIT_NUM_LINKS]; /**< per link, indexed by csdkit_link */
+  /** "" or, for a committed step, why it may not survive a power loss (the store's directory
+   *  sync after the commit's rename failed): the step is committed (do not retry it). */
+  char warning[256];
 } csdkit_step_report;
 
 /** What a store is. */

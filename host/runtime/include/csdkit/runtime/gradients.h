@@ -31,8 +31,14 @@ class GradientSet {
   /// gradient as given (double accumulation; inf if any value is not finite) is computed in the
   /// same pass, for clipping without a second pass. Throws std::invalid_argument for a store
   /// without a layout, a list of the wrong length or a null pointer.
+  /// The gather pass also notes whether every gathered value is finite (AllFinite then needs no
+  /// pass of its own). `reuse`: a buffer from an earlier set (TakeBuffer), reused when it has
+  /// the model's size — no allocation, and only the gaps (group padding, tensors without a
+  /// gradient) are zeroed.
   static GradientSet Gather(const Store& store, const std::vector<const void*>& grads,
-                            double* l2norm = nullptr);
+                            double* l2norm = nullptr, AlignedBuffer reuse = AlignedBuffer());
+  /// Gives the dense buffer back for the next Gather (the set is empty afterwards).
+  AlignedBuffer TakeBuffer() && { return std::move(dense_); }
   /// The same from one flat buffer holding the tensors back to back in layout order.
   static GradientSet FromFlat(const Store& store, const void* flat, double* l2norm = nullptr);
   /// Top-K gradients from the trainer: `streams[d][j]` is subgroup j of device d in the kit's
@@ -68,6 +74,7 @@ class GradientSet {
   AlignedBuffer dense_;
   std::vector<std::vector<SparseGrad>> streams_;
   std::vector<std::pair<uint64_t, uint64_t>> frozen_;
+  int known_finite_ = -1;  // -1: not known; 0/1: what the gather pass saw
 };
 
 }  // namespace csdkit
