@@ -29,14 +29,19 @@ STEPS = 50
 
 
 def assert_close_run(rows, bound=REL_BOUND):
+    # The loss difference is taken relative to max(|loss|, |initial loss|), as the parameters'
+    # is to their initial magnitude too: a loss that trains down to 2 % of its start would
+    # otherwise turn the same absolute difference into a 50 times larger "relative" one (seen
+    # with Adam + L2 under torch 2.11: 1.8e-7 absolute at a loss of 0.011).
+    loss_scale = [max(abs(a), abs(rows[0][0])) for a, _, _ in rows]
     worst = max(r[2] for r in rows)
-    worst_loss = max(abs(a - b) / abs(a) for a, b, _ in rows)
+    worst_loss = max(abs(a - b) / s for (a, b, _), s in zip(rows, loss_scale))
     print("\n  max rel. parameter difference %.3g (step %d), max rel. loss difference %.3g"
           % (worst, 1 + max(range(len(rows)), key=lambda i: rows[i][2]), worst_loss))
     for i, (ref_loss, kit_loss, d) in enumerate(rows):
         assert d <= bound, "step %d: parameters differ by %.3g relative (bound %g)" % (
             i + 1, d, bound)
-        assert abs(kit_loss - ref_loss) <= bound * abs(ref_loss), (
+        assert abs(kit_loss - ref_loss) <= bound * loss_scale[i], (
             "step %d: loss %r (kit) vs %r (torch)" % (i + 1, kit_loss, ref_loss))
     # The run must actually train, or the comparison says little.
     assert rows[-1][0] < 0.75 * rows[0][0]
