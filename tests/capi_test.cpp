@@ -18,6 +18,7 @@
 #include "csdkit/hls/fp16.h"
 #include "csdkit/platform/splitmix.h"
 #include "csdkit/runtime/gradients.h"
+#include "csdkit/platform/sparse_codec.h"
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/store.h"
 #include "csdkit/system/device_set.h"
@@ -608,6 +609,106 @@ TEST(CApi, StateExportImportMovesACheckpoint) {
   EXPECT_EQ(sb.step(), 3);
   for (unsigned v = 0; v < 3; ++v) {
     EXPECT_TRUE(ReadVar(sa, v) == ReadVar(sb, v)) << "variable " << v << " after step 3";
+  }
+}
+
+// Top-K through the C API: the subgroups listed in order, the trainer's streams (the reference
+// compressor's, per subgroup) stepped with csdkit_step_sparse equal the same streams stepped
+// with the C++ API bit for bit; only the streams' bytes cross the shared link; malformed
+// streams and counts are refused naming the stream, with nothing committed.
+TEST(CApi, SparseStepEqualsTheCxxApiBitForBit) {
+  const Model m;
+  const ParamLayout l = m.Cxx();
+  const std::vector<uint16_t> w = Halves(m.packed(), 31, 0.5);
+  csdkit_store* cs = Create(TestDir("sparse_c"), m, w);
+  ASSERT_NE(cs, nullptr);
+  StoreConfig c;
+  c.devices = 2;
+  c.hyper = OptimizerConfig::Defaults(Optimizer::kAdamW);
+  c.grad = DType::kFp16;
+  c.out = DType::kFp16;
+  c.loss_scale = 64;
+  c.subgroup_elems = 65536;
+  const std::vector<csdkit_hyper> h = Hyper();
+  std::vector<OptimizerConfig> gh(2, c.hyper);
+  for (unsigned k = 0; k < 2; ++k) {
+    gh[k].lr = h[k].lr;
+    gh[k].weight_decay = h[k].weight_decay;
+  }
+  Store xs = Store::CreateForModel(TestDir("sparse_cxx"), c, l, gh, w.data(), DType::kFp16);
+  DeviceSpec spec;
+  spec.count = 2;
+  DeviceSet xd(spec);
+  Scheduler xsched(xs, xd);
+
+  size_t count = 0;
+  ASSERT_EQ(csdkit_store_subgroups(cs, nullptr, 0, &count), CSDKIT_OK);
+  std::vector<csdkit_subgroup> sgs(count);
+  EXPECT_FAILS(csdkit_store_subgroups(cs, sgs.data(), count - 1, &count), CSDKIT_INVALID_ARGUMENT,
+               "capacity", cs);
+  ASSERT_EQ(csdkit_store_subgroups(cs, sgs.data(), count, &count), CSDKIT_OK);
+  const std::vector<Subgroup> all = xs.AllSubgroups();
+  ASSERT_EQ(count, all.size());
+  for (size_t k = 0; k < count; ++k) {
+    EXPECT_EQ(sgs[k].device, all[k].device);
+    EXPECT_EQ(sgs[k].n, all[k].n);
+    EXPECT_EQ(sgs[k].begin, xs.shards()[all[k].device].begin + all[k].begin);
+    EXPECT_EQ(sgs[k].group, all[k].group);
+  }
+  // The dense gradient over the flattened range (padding zero), compressed per subgroup.
+  const std::vector<uint16_t> packed = Halves(m.packed(), 77, 8.0);
+  std::vector<uint16_t> flat(xs.config().params, 0);
+  for (size_t t = 0, at = 0; t < 3; at += m.numels[t], ++t) {
+    std::copy(packed.begin() + at, packed.begin() + at + m.numels[t], flat.begin() + l.offset(t));
+  }
+  std::vector<SparseGrad> enc;
+  std::vector<csdkit_sparse_grad> streams;
+  std::vector<std::vector<SparseGrad>> xstreams(2);
+  uint64_t stream_bytes = 0;
+  for (size_t k = 0; k < count; ++k) {
+    enc.push_back(CompressTopK(flat.data() + sgs[k].begin, DType::kFp16, sgs[k].n, 0.05));
+    stream_bytes += enc.back().StreamBytes();
+    xstreams[sgs[k].device].push_back(
+        CompressTopK(flat.data() + sgs[k].begin, DType::kFp16, sgs[k].n, 0.05));
+  }
+  for (const SparseGrad& e : enc) {
+    streams.push_back({e.n, e.nnz, e.blk.as<uint32_t>(), e.idx.as<uint16_t>(), e.val.data()});
+  }
+  // Refusals first: nothing committed.
+  const auto I = CSDKIT_INVALID_ARGUMENT;
+  EXPECT_FAILS(csdkit_step_sparse(cs, streams.data(), count - 1, nullptr, nullptr), I,
+               "n_streams", cs);
+  std::vector<csdkit_sparse_grad> bad = streams;
+  bad[1].n += 1;
+  EXPECT_FAILS(csdkit_step_sparse(cs, bad.data(), count, nullptr, nullptr), I,
+               "streams[1] (device 0 subgroup 1): expected n", cs);
+  std::vector<uint16_t> idx(enc[0].idx.as<uint16_t>(), enc[0].idx.as<uint16_t>() + enc[0].nnz);
+  std::swap(idx[0], idx[1]);  // not ascending
+  bad = streams;
+  bad[0].idx = idx.data();
+  EXPECT_FAILS(csdkit_step_sparse(cs, bad.data(), count, nullptr, nullptr), I,
+               "sparse gradient of device 0 subgroup 0", cs);
+  csdkit_step_options o;
+  ASSERT_EQ(csdkit_step_options_init(&o), CSDKIT_OK);
+  o.max_norm = 1.0;
+  EXPECT_FAILS(csdkit_step_sparse(cs, streams.data(), count, &o, nullptr), I,
+               "options->max_norm", cs);
+  int64_t step = -1;
+  ASSERT_EQ(csdkit_store_step(cs, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 0);
+
+  csdkit_step_report r;
+  ASSERT_EQ(csdkit_step_sparse(cs, streams.data(), count, nullptr, &r), CSDKIT_OK)
+      << csdkit_last_error();
+  EXPECT_EQ(r.step, 1);
+  EXPECT_EQ(r.link_bytes[CSDKIT_LINK_HOST_TO_DEVICE], stream_bytes);
+  const StepReport xr =
+      xsched.Step(GradientSet::FromStreams(xs, std::move(xstreams)), StepOptions());
+  EXPECT_EQ(xr.bytes[Link::kHostToDevice], stream_bytes);
+  ASSERT_EQ(csdkit_store_close(cs), CSDKIT_OK);
+  const Store back = Store::Open(std::string(CSDKIT_TEST_DIR) + "/sparse_c", l, StoreAccess::kRead);
+  for (unsigned v = 0; v < 3; ++v) {
+    EXPECT_TRUE(ReadVar(back, v) == ReadVar(xs, v)) << "variable " << v;
   }
 }
 

@@ -2,15 +2,9 @@
 // point runs its body inside Guard(): arguments are checked first (a null pointer or a value out
 // of range becomes CSDKIT_INVALID_ARGUMENT with a message naming the argument), and every C++
 // exception is caught and mapped to a status, its message kept per thread and per store.
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -19,11 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "csdkit/aio/aio_engine.h"
 #include "csdkit/aio/io_error.h"
 #include "csdkit/csdkit.h"
 #include "csdkit/platform/aligned_buffer.h"
-#include "csdkit/platform/checksum.h"
 #include "csdkit/platform/device.h"
 #include "csdkit/platform/optimizer.h"
 #include "csdkit/runtime/gradients.h"
@@ -275,6 +267,78 @@ void CopyReason(const std::string& s, char (&dst)[256]) {
   dst[n] = '\0';
 }
 
+/// The step options of a call, checked (the message names the field), as the runtime's.
+csdkit::StepOptions ToStepOptions(const csdkit::Store& s, const csdkit_step_options* options,
+                                  csdkit_step_options* out) {
+  csdkit_step_options opt;
+  csdkit_step_options_init(&opt);
+  if (options != nullptr) opt = *options;
+  csdkit::StepOptions o;
+  if (opt.mode != CSDKIT_MODE_SMART && opt.mode != CSDKIT_MODE_BASELINE) {
+    Invalid("options->mode: expected CSDKIT_MODE_SMART or CSDKIT_MODE_BASELINE, found " +
+            std::to_string(static_cast<int>(opt.mode)));
+  }
+  o.mode =
+      opt.mode == CSDKIT_MODE_SMART ? csdkit::UpdateMode::kSmart : csdkit::UpdateMode::kBaseline;
+  if (opt.loss_scale != 0.0) {
+    if (!(opt.loss_scale > 0.0) || !std::isfinite(opt.loss_scale)) {
+      Invalid("options->loss_scale: expected 0 (the store's) or a finite value > 0, found " +
+              std::to_string(opt.loss_scale));
+    }
+    o.loss_scale = opt.loss_scale;
+  }
+  if (!(opt.clip_coef > 0.0) || !std::isfinite(opt.clip_coef)) {
+    Invalid("options->clip_coef: expected a finite value > 0, found " +
+            std::to_string(opt.clip_coef));
+  }
+  if (!(opt.max_norm >= 0.0) || !std::isfinite(opt.max_norm)) {
+    Invalid("options->max_norm: expected 0 (off) or a finite value > 0, found " +
+            std::to_string(opt.max_norm));
+  }
+  if (opt.max_norm > 0.0 && opt.clip_coef != 1.0) {
+    Invalid(
+        "options->clip_coef and options->max_norm: expected at most one of them set, "
+        "found clip_coef " +
+        std::to_string(opt.clip_coef) + " and max_norm " + std::to_string(opt.max_norm));
+  }
+  if (opt.n_group_hyper == 0 && opt.group_hyper != nullptr) {
+    Invalid("options->n_group_hyper: expected the store's " +
+            std::to_string(s.group_hyper().size()) +
+            " param groups with group_hyper set, "
+            "found 0");
+  }
+  if (opt.n_group_hyper != 0) {
+    if (opt.n_group_hyper != s.group_hyper().size()) {
+      Invalid("options->n_group_hyper: expected 0 or the store's " +
+              std::to_string(s.group_hyper().size()) + " param groups, found " +
+              std::to_string(opt.n_group_hyper));
+    }
+    o.group_hyper = ToConfigs(opt.group_hyper, opt.n_group_hyper, "options->group_hyper");
+  }
+  o.found_inf = opt.found_inf != 0;
+  o.fp32_weights_out = opt.fp32_weights_out != 0;
+  o.host_threads = opt.host_threads;
+
+  o.clip_coef = opt.clip_coef;
+  *out = opt;
+  return o;
+}
+
+/// Fills the C report from the runtime's.
+void ToReport(const csdkit::StepReport& r, std::chrono::steady_clock::time_point t0,
+              csdkit_step_report* report) {
+  if (report == nullptr) return;
+  report->step = r.step;
+  report->skipped = r.skipped ? 1 : 0;
+  CopyReason(r.skip_reason, report->skip_reason);
+  CopyReason(r.warning, report->warning);
+  report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report->virtual_seconds = r.virtual_seconds;
+  report->subgroups = r.subgroups;
+  report->shared_link_bytes = r.bytes.Shared();
+  for (unsigned k = 0; k < CSDKIT_NUM_LINKS; ++k) report->link_bytes[k] = r.bytes.bytes[k];
+}
+
 }  // namespace
 
 extern "C" {
@@ -446,54 +510,7 @@ csdkit_status csdkit_step(csdkit_store* store, const void* const* grads, size_t 
     const csdkit::Store& s = *store->store;
     CheckTensorPointers(*s.layout(), grads, n_tensors, "grads");
     csdkit_step_options opt;
-    csdkit_step_options_init(&opt);
-    if (options != nullptr) opt = *options;
-    csdkit::StepOptions o;
-    if (opt.mode != CSDKIT_MODE_SMART && opt.mode != CSDKIT_MODE_BASELINE) {
-      Invalid("options->mode: expected CSDKIT_MODE_SMART or CSDKIT_MODE_BASELINE, found " +
-              std::to_string(static_cast<int>(opt.mode)));
-    }
-    o.mode =
-        opt.mode == CSDKIT_MODE_SMART ? csdkit::UpdateMode::kSmart : csdkit::UpdateMode::kBaseline;
-    if (opt.loss_scale != 0.0) {
-      if (!(opt.loss_scale > 0.0) || !std::isfinite(opt.loss_scale)) {
-        Invalid("options->loss_scale: expected 0 (the store's) or a finite value > 0, found " +
-                std::to_string(opt.loss_scale));
-      }
-      o.loss_scale = opt.loss_scale;
-    }
-    if (!(opt.clip_coef > 0.0) || !std::isfinite(opt.clip_coef)) {
-      Invalid("options->clip_coef: expected a finite value > 0, found " +
-              std::to_string(opt.clip_coef));
-    }
-    if (!(opt.max_norm >= 0.0) || !std::isfinite(opt.max_norm)) {
-      Invalid("options->max_norm: expected 0 (off) or a finite value > 0, found " +
-              std::to_string(opt.max_norm));
-    }
-    if (opt.max_norm > 0.0 && opt.clip_coef != 1.0) {
-      Invalid(
-          "options->clip_coef and options->max_norm: expected at most one of them set, "
-          "found clip_coef " +
-          std::to_string(opt.clip_coef) + " and max_norm " + std::to_string(opt.max_norm));
-    }
-    if (opt.n_group_hyper == 0 && opt.group_hyper != nullptr) {
-      Invalid("options->n_group_hyper: expected the store's " +
-              std::to_string(s.group_hyper().size()) +
-              " param groups with group_hyper set, "
-              "found 0");
-    }
-    if (opt.n_group_hyper != 0) {
-      if (opt.n_group_hyper != s.group_hyper().size()) {
-        Invalid("options->n_group_hyper: expected 0 or the store's " +
-                std::to_string(s.group_hyper().size()) + " param groups, found " +
-                std::to_string(opt.n_group_hyper));
-      }
-      o.group_hyper = ToConfigs(opt.group_hyper, opt.n_group_hyper, "options->group_hyper");
-    }
-    o.found_inf = opt.found_inf != 0;
-    o.fp32_weights_out = opt.fp32_weights_out != 0;
-    o.host_threads = opt.host_threads;
-
+    csdkit::StepOptions o = ToStepOptions(s, options, &opt);
     const auto t0 = std::chrono::steady_clock::now();
     double norm = 0;
     const bool want_norm = l2norm != nullptr || opt.max_norm > 0.0;
@@ -501,7 +518,6 @@ csdkit_status csdkit_step(csdkit_store* store, const void* const* grads, size_t 
     csdkit::GradientSet g = csdkit::GradientSet::Gather(s, ptrs, want_norm ? &norm : nullptr,
                                                         std::move(store->gather_buf));
     if (l2norm != nullptr) *l2norm = norm;
-    o.clip_coef = opt.clip_coef;
     if (opt.max_norm > 0.0 && std::isfinite(norm)) {
       // PyTorch's clip_grad_norm_ on the unscaled gradients (a non-finite norm skips the step).
       const double scale = o.loss_scale ? *o.loss_scale : s.config().loss_scale;
@@ -515,18 +531,91 @@ csdkit_status csdkit_step(csdkit_store* store, const void* const* grads, size_t 
       throw;
     }
     store->gather_buf = std::move(g).TakeBuffer();  // the next step gathers into it again
-    if (report != nullptr) {
-      report->step = r.step;
-      report->skipped = r.skipped ? 1 : 0;
-      CopyReason(r.skip_reason, report->skip_reason);
-      CopyReason(r.warning, report->warning);
-      report->seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      report->virtual_seconds = r.virtual_seconds;
-      report->subgroups = r.subgroups;
-      report->shared_link_bytes = r.bytes.Shared();
-      for (unsigned k = 0; k < CSDKIT_NUM_LINKS; ++k) report->link_bytes[k] = r.bytes.bytes[k];
+    ToReport(r, t0, report);
+  });
+}
+
+csdkit_status csdkit_store_subgroups(csdkit_store* store, csdkit_subgroup* out, size_t capacity,
+                                     size_t* count) {
+  return Guard(store, [&] {
+    CheckStore(store);
+    NotNull(count, "count");
+    const std::vector<csdkit::Subgroup> all = store->store->AllSubgroups();
+    *count = all.size();
+    if (out == nullptr) return;
+    if (capacity < all.size()) {
+      Invalid("capacity: expected room for the store's " + std::to_string(all.size()) +
+              " subgroups, found " + std::to_string(capacity));
     }
+    for (size_t k = 0; k < all.size(); ++k) {
+      const csdkit::Subgroup& g = all[k];
+      out[k].device = g.device;
+      out[k].index = g.index;
+      out[k].begin = store->store->shards().at(g.device).begin + g.begin;
+      out[k].n = g.n;
+      out[k].group = g.group;
+    }
+  });
+}
+
+csdkit_status csdkit_step_sparse(csdkit_store* store, const csdkit_sparse_grad* streams,
+                                 size_t n_streams, const csdkit_step_options* options,
+                                 csdkit_step_report* report) {
+  return Guard(store, [&] {
+    CheckStore(store);
+    NotNull(streams, "streams");
+    const csdkit::Store& s = *store->store;
+    csdkit_step_options opt;
+    const csdkit::StepOptions o = ToStepOptions(s, options, &opt);
+    if (opt.max_norm > 0.0) {
+      Invalid("options->max_norm: expected 0 with sparse gradients (the kit sees only the kept "
+              "entries; clip with clip_coef from the dense norm), found " +
+              std::to_string(opt.max_norm));
+    }
+    const std::vector<csdkit::Subgroup> all = s.AllSubgroups();
+    if (n_streams != all.size()) {
+      Invalid("n_streams: expected one stream per subgroup (" + std::to_string(all.size()) +
+              ", csdkit_store_subgroups), found " + std::to_string(n_streams));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const DType dt = s.config().grad;
+    std::vector<std::vector<csdkit::SparseGrad>> sg(s.config().devices);
+    for (size_t k = 0; k < all.size(); ++k) {
+      const csdkit_sparse_grad& in = streams[k];
+      const std::string what = "streams[" + std::to_string(k) + "] (device " +
+                               std::to_string(all[k].device) + " subgroup " +
+                               std::to_string(all[k].index) + ")";
+      if (in.n != all[k].n) {
+        Invalid(what + ": expected n = " + std::to_string(all[k].n) + " (the subgroup's size), found " +
+                std::to_string(in.n));
+      }
+      if (in.blk == nullptr) Invalid(what + "->blk: expected the block table, found NULL");
+      if (in.nnz > 0 && (in.idx == nullptr || in.val == nullptr)) {
+        Invalid(what + ": expected idx and val for " + std::to_string(in.nnz) +
+                " entries, found NULL");
+      }
+      if (in.nnz > in.n) {
+        Invalid(what + ": expected nnz <= n (" + std::to_string(in.n) + "), found " +
+                std::to_string(in.nnz));
+      }
+      // Copied into device-transferable (4096-aligned) buffers; validated by FromStreams.
+      csdkit::SparseGrad g;
+      g.n = in.n;
+      g.nnz = in.nnz;
+      g.dtype = dt;
+      const uint64_t nb = (static_cast<uint64_t>(in.n) + 65535) / 65536;
+      g.blk = csdkit::AlignedBuffer((nb + 1) * 4);
+      std::memcpy(g.blk.data(), in.blk, (nb + 1) * 4);
+      g.idx = csdkit::AlignedBuffer(static_cast<uint64_t>(in.nnz) * 2);
+      g.val = csdkit::AlignedBuffer(static_cast<uint64_t>(in.nnz) * csdkit::DTypeBytes(dt));
+      if (in.nnz > 0) {
+        std::memcpy(g.idx.data(), in.idx, static_cast<uint64_t>(in.nnz) * 2);
+        std::memcpy(g.val.data(), in.val, static_cast<uint64_t>(in.nnz) * csdkit::DTypeBytes(dt));
+      }
+      sg[all[k].device].push_back(std::move(g));
+    }
+    const csdkit::GradientSet g = csdkit::GradientSet::FromStreams(s, std::move(sg));
+    ToReport(store->scheduler->Step(g, o), t0, report);
   });
 }
 

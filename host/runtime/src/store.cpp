@@ -246,7 +246,9 @@ void Store::OpenFiles() {
         }
         aio::FileOptions fo;
         fo.min_alignment = 4096;
-        files_[d][v].push_back(aio::File::Open(path, aio::OpenMode::kReadWrite, fo));
+        const aio::OpenMode mode = access_ == StoreAccess::kRead ? aio::OpenMode::kReadOnly
+                                                                 : aio::OpenMode::kReadWrite;
+        files_[d][v].push_back(aio::File::Open(path, mode, fo));
       }
     }
   }

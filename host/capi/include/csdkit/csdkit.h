@@ -289,6 +289,51 @@ CSDKIT_API csdkit_status csdkit_step(csdkit_store* store, const void* const* gra
                                      size_t n_tensors, const csdkit_step_options* options,
                                      double* l2norm, csdkit_step_report* report);
 
+/** One subgroup of a store: a kernel launch's range on one device. Elements [begin, begin + n)
+ *  of the flattened model (layout offsets: each param group starts on a 65536-element block,
+ *  the padding before it included); `group` is the param group all of them belong to. */
+typedef struct csdkit_subgroup {
+  unsigned device;
+  uint32_t index; /**< within the device */
+  uint64_t begin;
+  uint32_t n;
+  unsigned group;
+} csdkit_subgroup;
+
+/** The store's subgroups, device 0's first, each device's in order: *count receives how many;
+ *  `out` (NULL: only count) receives them if `capacity` is enough. A Top-K trainer compresses
+ *  its gradient per subgroup in this order for csdkit_step_sparse.
+ *  Errors: CSDKIT_INVALID_ARGUMENT (NULL store or count, capacity too small). */
+CSDKIT_API csdkit_status csdkit_store_subgroups(csdkit_store* store, csdkit_subgroup* out,
+                                                size_t capacity, size_t* count);
+
+/** One subgroup's Top-K gradient in the kit's block format (docs/sparse-format.md): `n` the
+ *  subgroup's size, `nnz` kept entries, `blk` ceil(n / 65536) + 1 prefix counts, `idx` nnz
+ *  16-bit in-block offsets (ascending within a block), `val` nnz values in the store's grad
+ *  dtype. Borrowed for the call. */
+typedef struct csdkit_sparse_grad {
+  uint32_t n;
+  uint32_t nnz;
+  const uint32_t* blk;
+  const uint16_t* idx;
+  const void* val;
+} csdkit_sparse_grad;
+
+/** Runs one optimizer step with Top-K gradients: streams[k] is subgroup k in
+ *  csdkit_store_subgroups' order (n_streams = their count). Every stream is validated with the
+ *  kernel's own checks before anything moves (sorted, in range, the right length; the message
+ *  names the stream and the error); entries not kept are zero gradient. Options as for
+ *  csdkit_step, but max_norm must be 0 (clip with clip_coef from the dense norm). A non-finite
+ *  value or found_inf skips the step. The streams are copied into transfer buffers: what moves
+ *  over the shared link is their bytes, not the dense gradient's.
+ *
+ *  Errors: CSDKIT_INVALID_ARGUMENT (NULL store or streams, a count that is not the subgroups',
+ *  a malformed stream, options out of range); CSDKIT_STORE_ERROR; CSDKIT_CAPACITY; CSDKIT_IO;
+ *  CSDKIT_RUNTIME. After an error nothing is committed. */
+CSDKIT_API csdkit_status csdkit_step_sparse(csdkit_store* store, const csdkit_sparse_grad* streams,
+                                            size_t n_streams, const csdkit_step_options* options,
+                                            csdkit_step_report* report);
+
 /** Copies the weights produced by the last step of this handle into the trainer's tensors:
  *  dst[t] (n_tensors = the layout's tensors) receives tensor t's elements in the store's out
  *  dtype, or fp32 for stores with out = fp32 (steps run with fp32_weights_out). The buffers are
