@@ -245,6 +245,22 @@ TEST(Runtime, BrokenStoresAreRefusedWithClearErrors) {
     std::ofstream(d + "/manifest.json", std::ios::trunc) << text;
     ExpectStoreError(d, "expected manifest_crc");
   }
+  // A lost or cut file of the slot that is not committed is made again by a writer (a reader
+  // does not need it): the committed state stays usable.
+  d = fresh("lost_uncommitted");
+  fs::remove(d + "/dev1/m.1.bin");
+  fs::resize_file(d + "/dev0/v.1.bin", 100);
+  {
+    Store r = Store::Open(d, StoreAccess::kRead);
+    r.Verify();
+  }
+  {
+    Store w = Store::Open(d);
+    System sys(w);
+    RunSteps(w, sys, UpdateMode::kSmart, 1, 0.0);
+    EXPECT_EQ(w.step(), 1);
+  }
+  EXPECT_EQ(Store::Open(d, StoreAccess::kRead).step(), 1);
   d = fresh("missingfile");
   fs::remove(d + "/dev1/m.0.bin");
   ExpectStoreError(d, "dev1/m.0.bin");
@@ -365,6 +381,27 @@ TEST(Runtime, FailureAfterTheRenameIsAWarningNotAnError) {
   const StepReport next = sys.rt->Step(GradientSet::Synthetic(s, 2, 0.0), StepOptions());
   EXPECT_TRUE(next.warning.empty()) << next.warning;
   EXPECT_EQ(s.step(), 2);
+}
+
+// A commit lands only on the manifest its writer opened: one replaced behind the writer's back
+// (here: a restore of the step-0 manifest while the writer is at step 1) is refused, nothing
+// committed.
+TEST(Runtime, CommitRefusesAManifestChangedBehindTheWriter) {
+  const StoreConfig cfg = Config(Optimizer::kAdamW, 150000, 2, 65536);
+  const std::string d = TestDir("stale_manifest");
+  Store s = Store::Create(d, cfg);
+  fs::copy_file(d + "/manifest.json", d + "/step0.json");
+  System sys(s);
+  RunSteps(s, sys, UpdateMode::kSmart, 1, 0.0);
+  fs::copy_file(d + "/step0.json", d + "/manifest.json", fs::copy_options::overwrite_existing);
+  try {
+    sys.rt->Step(GradientSet::Synthetic(s, 2, 0.0), StepOptions());
+    ADD_FAILURE() << "committed over a manifest changed behind the writer";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected its manifest at committed step 1 (slot 1)"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_EQ(testing::CommittedStep(d), 0);
 }
 
 // Deterministic kills inside the commit protocol: after the data is synced, after the new

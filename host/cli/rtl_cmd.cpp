@@ -66,10 +66,15 @@ void AddRtlCommands(CLI::App& app) {
   c->add_option("--policy", o->policy, "ieee|ftz|both")
       ->check(CLI::IsMember({"ieee", "ftz", "both"}))
       ->capture_default_str();
-  c->add_option("--n", o->n, "elements per problem")->capture_default_str();
-  c->add_option("--seeds", o->seeds, "problems per configuration (seeds 1..K)")
+  c->add_option("--n", o->n, "elements per problem")
+      ->check(Count(1, uint64_t{1} << 26))
       ->capture_default_str();
-  c->add_option("--topk", o->topk, "Top-K ratio of the sparse problems")->capture_default_str();
+  c->add_option("--seeds", o->seeds, "problems per configuration (seeds 1..K)")
+      ->check(Count(1, 1000000))
+      ->capture_default_str();
+  c->add_option("--topk", o->topk, "Top-K ratio of the sparse problems")
+      ->check(FiniteIn(0.0, 1.0, true))
+      ->capture_default_str();
   c->add_flag("--json", o->json, "print JSON");
   o->dev.Add(c);
   c->callback([o] {

@@ -234,18 +234,32 @@ void Store::OpenFiles() {
     for (unsigned v = 0; v < vars_.size(); ++v) {
       for (unsigned s = 0; s < 2; ++s) {
         const std::string path = FilePath(d, v, s);
+        const uint64_t want = FileBytes(shards_[d]);
+        aio::FileOptions fo;
+        fo.min_alignment = 4096;
         struct stat st {};
-        if (::stat(path.c_str(), &st) != 0) {
+        const bool present = ::stat(path.c_str(), &st) == 0;
+        const bool whole = present && static_cast<uint64_t>(st.st_size) >= want;
+        if (s != slot_ && !whole) {
+          // The slot that is not committed holds nothing the store needs: a lost or cut file
+          // of it is made again (by a writer; a reader never reads it), and the committed
+          // state stays usable.
+          if (access_ == StoreAccess::kWrite) {
+            aio::File f = aio::File::Create(path, fo);
+            f.Allocate(want);
+            f.Sync();
+            FsyncPath(dir_ + "/dev" + std::to_string(d), true);
+          } else {
+            files_[d][v].emplace_back();
+            continue;
+          }
+        } else if (!present) {
           Fail("store '" + dir_ + "': expected shard file '" + path + "', found none (" +
                ErrnoText() + ")");
-        }
-        const uint64_t want = FileBytes(shards_[d]);
-        if (static_cast<uint64_t>(st.st_size) < want) {
+        } else if (!whole) {
           Fail("store '" + dir_ + "': shard file '" + path + "' is truncated: expected " +
                std::to_string(want) + " bytes, found " + std::to_string(st.st_size));
         }
-        aio::FileOptions fo;
-        fo.min_alignment = 4096;
         const aio::OpenMode mode = access_ == StoreAccess::kRead ? aio::OpenMode::kReadOnly
                                                                  : aio::OpenMode::kReadWrite;
         files_[d][v].push_back(aio::File::Open(path, mode, fo));
@@ -646,6 +660,21 @@ void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* us
   }
   SyncNextSlot();
   if (commit_hook) commit_hook("synced");
+  // The lock makes this writer the only one; this check also catches a manifest replaced
+  // behind the lock's back (a restore, another host on a shared file system): a commit never
+  // lands on a manifest other than the one this writer started from.
+  {
+    const nlohmann::json now = ReadJsonFile(dir_ + "/manifest.json", "store '" + dir_ + "'");
+    const int64_t on_disk = now.value("committed_step", int64_t{-1});
+    const int64_t on_disk_slot = now.value("slot", int64_t{-1});
+    if (on_disk != step_ || on_disk_slot != static_cast<int64_t>(slot_) ||
+        now.value("store_id", std::string()) != store_id_) {
+      Fail("store '" + dir_ + "': expected its manifest at committed step " +
+           std::to_string(step_) + " (slot " + std::to_string(slot_) + ") as this writer opened "
+           "it, found step " + std::to_string(on_disk) + " (slot " +
+           std::to_string(on_disk_slot) + "): it was changed by someone else; nothing committed");
+    }
+  }
   const std::vector<OptimizerConfig> before = group_hyper_;
   if (used != nullptr) {
     if (used->size() != group_hyper_.size()) {
