@@ -18,3 +18,10 @@ add_test(NAME args_table_doc
                  -DDOC=${PROJECT_SOURCE_DIR}/docs/kernel-interface.md
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/args_doc_check.cmake)
 set_tests_properties(args_table_doc PROPERTIES LABELS quick)
+
+# A launch larger than the machine's available memory is refused before anything is allocated
+# (2^32 - 1 fp32 elements of AdamW need 64 GiB), with exit status 2.
+add_test(NAME cli_kernel_refuses_more_than_memory
+         COMMAND csdkit kernel --n 4294967295 --grad fp32 --out none)
+set_tests_properties(cli_kernel_refuses_more_than_memory PROPERTIES LABELS quick
+  PASS_REGULAR_EXPRESSION "expected a launch that fits in memory; it needs [0-9.]+ GiB")

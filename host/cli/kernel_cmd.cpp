@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -68,6 +69,36 @@ void PrintArgs(bool json) {
   }
 }
 
+// MemAvailable of /proc/meminfo in bytes (0 when it cannot be read: no check then).
+uint64_t MemAvailableBytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (f >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+// Host memory a launch of this problem needs: its buffers (the footprint), again for --dump's
+// copy of the inputs, and a dense gradient to compress for Top-K. Refused before anything is
+// allocated when it exceeds what the machine has available.
+void CheckHostMemory(const ProblemSpec& spec, bool dump) {
+  const KernelLaunch k = MakeLaunch(spec.hyper, spec.grad, spec.step);
+  const uint32_t nnz = spec.topk > 0 ? TopKCount(spec.n, spec.topk) : 0;
+  uint64_t need = LaunchFootprint(k.mode, spec.n, nnz).total() * (dump ? 2 : 1);
+  if (spec.topk > 0) need += uint64_t{spec.n} * DTypeBytes(spec.grad.grad);
+  const uint64_t avail = MemAvailableBytes();
+  if (avail != 0 && need > avail) {
+    char b[160];
+    std::snprintf(b, sizeof b, "%.2f GiB of host memory for its buffers, found %.2f GiB available",
+                  need / 1073741824.0, avail / 1073741824.0);
+    throw std::invalid_argument("--n " + std::to_string(spec.n) + ": expected a launch that fits "
+                                "in memory; it needs " + b + " (MemAvailable); use a smaller --n");
+  }
+}
+
 int RunKernel(const KernelOpts& o) {
   if (o.args) {
     PrintArgs(o.json);
@@ -81,6 +112,7 @@ int RunKernel(const KernelOpts& o) {
   spec.topk = o.topk;
   spec.seed = o.h.seed;
   spec.step = o.step;
+  CheckHostMemory(spec, !o.dump.empty());
 
   Problem p = Problem::Generate(spec);
   std::unique_ptr<UpdateBuffers> inputs;
