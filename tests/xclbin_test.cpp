@@ -361,6 +361,22 @@ TEST_F(XclbinFile, RefusesMissingFile) {
   EXPECT_TRUE(Contains(e.what(), "cannot open xclbin")) << e.what();
 }
 
+// What is not a regular file is refused before it is read (/dev/zero would never end), naming
+// it; so is a regular file without the magic, before it is read whole.
+TEST_F(XclbinFile, RefusesDirectoriesAndSpecialFilesBeforeReading) {
+  XclbinError e = Refusal("/dev/zero");
+  EXPECT_EQ(e.kind(), Kind::kIo);
+  EXPECT_TRUE(Contains(e.what(), "xclbin '/dev/zero': expected a regular file, found a special "
+                                 "file")) << e.what();
+  e = Refusal(CSDKIT_XCLBIN_TEST_DIR);
+  EXPECT_TRUE(Contains(e.what(), "expected a regular file, found a directory")) << e.what();
+  const std::string text = TestPath("notes.txt");
+  std::ofstream(text) << "not an xclbin at all";
+  e = Refusal(text);
+  EXPECT_EQ(e.kind(), Kind::kFormat);
+  EXPECT_TRUE(Contains(e.what(), "is not an xclbin: expected the magic")) << e.what();
+}
+
 // Random corruption anywhere in a valid file: each result is either a readable xclbin or an
 // XclbinError; never a crash, a hang or another exception. Bytes are flipped in the header and
 // section table more often, where the container's own structure lives.

@@ -1,5 +1,7 @@
 // Reading an xclbin through XRT (InspectXclbin) and checking it against the argument table before
 // a load (CheckXclbin). See csdkit/platform/xclbin.h.
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -89,15 +91,46 @@ const char* ControlName(unsigned c) {
   }
 }
 
+// Reads an xclbin whole, after checking what it is: a regular file (not a directory or a device
+// such as /dev/zero, which would be read without end), no larger than 4 GiB (the format's
+// lengths are 64-bit but no device's xclbin comes near), starting with the xclbin2 magic; only
+// then is memory for all of it allocated.
 std::vector<char> ReadWholeFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw XclbinError(Kind::kIo, "cannot open xclbin '" + path + "': " + std::strerror(errno) +
+                                     " (give the path of a .xclbin file)");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw XclbinError(Kind::kIo, "xclbin '" + path + "': expected a regular file, found " +
+                                     (S_ISDIR(st.st_mode) ? "a directory" : "a special file") +
+                                     " (give the path of a .xclbin file)");
+  }
+  constexpr uint64_t kMaxBytes = uint64_t{4} << 30;
+  if (static_cast<uint64_t>(st.st_size) > kMaxBytes) {
+    throw XclbinError(Kind::kFormat, "xclbin '" + path + "': expected at most 4 GiB, found " +
+                                         std::to_string(st.st_size) + " bytes");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw XclbinError(Kind::kIo, "cannot open xclbin '" + path + "': " + std::strerror(errno) +
                                      " (give the path of a .xclbin file)");
   }
-  std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    throw XclbinError(Kind::kIo, "cannot read xclbin '" + path + "': " + std::strerror(errno));
+  static const char kMagic[8] = {'x', 'c', 'l', 'b', 'i', 'n', '2', '\0'};
+  char head[sizeof kMagic] = {};
+  in.read(head, sizeof head);
+  if (in.gcount() != static_cast<std::streamsize>(sizeof head) ||
+      std::memcmp(head, kMagic, sizeof kMagic) != 0) {
+    throw XclbinError(Kind::kFormat, "file '" + path + "' is not an xclbin: expected the magic "
+                                     "\"xclbin2\\0\" in its first 8 bytes, found something else");
+  }
+  std::vector<char> data(static_cast<size_t>(st.st_size));
+  in.seekg(0);
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  if (in.gcount() != static_cast<std::streamsize>(data.size())) {
+    throw XclbinError(Kind::kIo, "cannot read xclbin '" + path + "': expected " +
+                                     std::to_string(data.size()) + " bytes, read " +
+                                     std::to_string(in.gcount()));
   }
   return data;
 }
