@@ -43,7 +43,7 @@ class EmulatedSmartSsd::Buffer final : public MappedBuffer {
 };
 
 EmulatedSmartSsd::EmulatedSmartSsd(const EmuOptions& o)
-    : HostMappedDevice(o.index, o.capacity, o.aio), opt_(o) {
+    : HostMappedDevice(o.index, o.capacity, o.aio, o.aio_kernel), opt_(o) {
   if (!o.xclbin.empty()) {
     XclbinExpectation ex;
     ex.platform = kEmulatedSmartSsdPlatform;

@@ -8,8 +8,11 @@
 
 namespace csdkit {
 
-HostMappedDevice::HostMappedDevice(unsigned index, uint64_t capacity, const aio::AioConfig& aio)
-    : index_(index), capacity_(capacity), engine_(aio) {}
+HostMappedDevice::HostMappedDevice(unsigned index, uint64_t capacity, const aio::AioConfig& aio,
+                                   std::shared_ptr<aio::KernelAio> kernel)
+    : index_(index),
+      capacity_(capacity),
+      engine_(aio, kernel ? std::move(kernel) : aio::LibaioKernel()) {}
 
 HostMappedDevice::~HostMappedDevice() = default;
 

@@ -75,6 +75,7 @@ DeviceSet::DeviceSet(const DeviceSpec& spec) : spec_(spec) {
     o.capacity = spec.device_mem;
     o.backend = spec.backend == Backend::kRtl ? emu::Backend::kRtl : emu::Backend::kModel;
     o.aio = spec.aio;
+    o.aio_kernel = spec.aio_kernel;
     o.links = links_;
     o.xclbin = xclbin;
     o.rtl = spec.rtl;

@@ -31,6 +31,7 @@ struct EmuOptions {
   uint64_t capacity = uint64_t{4} << 30;  // device memory: 4 GiB, as on a SmartSSD
   Backend backend = Backend::kModel;
   aio::AioConfig aio;                   // the device's storage engine
+  std::shared_ptr<aio::KernelAio> aio_kernel;  // its kernel interface (null: libaio)
   std::shared_ptr<LinkModel> links;     // optional virtual-time model (shared by all devices)
   /// The "bitstream" to load: an xclbin that must describe csd_update (the argument table) for
   /// the emulated SmartSSD platform, checked as a card's would be ("" = none).

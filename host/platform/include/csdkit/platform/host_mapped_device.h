@@ -71,7 +71,10 @@ class HostMappedDevice : public Device {
   };
 
   /// `index`: the device number; `capacity`: device memory in bytes.
-  HostMappedDevice(unsigned index, uint64_t capacity, const aio::AioConfig& aio);
+  /// `kernel`: the kernel interface of the storage engine (libaio; tests put a fault injector
+  /// here).
+  HostMappedDevice(unsigned index, uint64_t capacity, const aio::AioConfig& aio,
+                   std::shared_ptr<aio::KernelAio> kernel = aio::LibaioKernel());
   void set_capacity(uint64_t bytes) { capacity_ = bytes; }
 
   /// Creates a mapped buffer of `bytes` (a multiple of 4096) of the backend.

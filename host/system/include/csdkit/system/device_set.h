@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "csdkit/aio/aio_config.h"
+#include "csdkit/aio/io_context.h"
 #include "csdkit/emu/link_model.h"
 #include "csdkit/emu/rtl_kernel.h"
 #include "csdkit/platform/device.h"
@@ -55,6 +56,9 @@ struct DeviceSpec {
   bool link_model = true;
   emu::LinkProfile links = emu::LinkProfile::SmartSsd();
   aio::AioConfig aio;   // every device's storage engine
+  /// Emulated devices: the storage engine's kernel interface (null: libaio). Tests put a
+  /// FaultInjectingKernelAio here to fail, shorten or cut chosen requests of a step.
+  std::shared_ptr<aio::KernelAio> aio_kernel;
   emu::RtlOptions rtl;  // rtl: memory timing, seed, trace
 };
 
