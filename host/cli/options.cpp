@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -84,9 +85,33 @@ DeviceSpec DeviceOptions::Spec(unsigned count, const std::string& xclbin_dir) co
   if (!ds_config.empty()) {
     std::ifstream f(ds_config);
     if (!f) throw std::invalid_argument("--ds-config: cannot read '" + ds_config + "'");
-    s.aio = aio::AioConfig::FromDeepSpeedConfig(nlohmann::json::parse(f));
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(f);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument("--ds-config '" + ds_config +
+                                  "': expected a DeepSpeed JSON config, found invalid JSON (" +
+                                  e.what() + ")");
+    }
+    try {
+      s.aio = aio::AioConfig::FromDeepSpeedConfig(j);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument("--ds-config '" + ds_config + "': " + e.what());
+    }
   }
   s.rtl.memory = emu::ParseRtlMemory(memory);
+  if (!trace.empty()) {
+    if (backend != "rtl") {
+      throw std::invalid_argument("--trace: expected --backend rtl (only the RTL writes a "
+                                  "waveform), found --backend " + backend);
+    }
+    const std::filesystem::path dir = std::filesystem::path(trace).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+      throw std::invalid_argument("--trace '" + trace + "': expected a file in an existing "
+                                  "directory, found no directory '" + dir.string() + "'");
+    }
+  }
   s.rtl.trace = trace;
   return s;
 }
