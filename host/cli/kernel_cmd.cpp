@@ -112,6 +112,7 @@ int RunKernel(const KernelOpts& o) {
   spec.topk = o.topk;
   spec.seed = o.h.seed;
   spec.step = o.step;
+  (void)o.dev.Spec(1);  // the device options are checked for every backend, model included
   CheckHostMemory(spec, !o.dump.empty());
 
   Problem p = Problem::Generate(spec);
