@@ -101,9 +101,8 @@ std::shared_ptr<const int> LockStore(const std::string& dir, StoreAccess access)
     }
   }
   return std::shared_ptr<const int>(new int(fd), [write](const int* p) {
-    if (write && ::ftruncate(*p, 0) != 0) {
-      // The holder's line stays; the lock itself goes with the descriptor.
-    }
+    // The holder's line goes with it (if that fails, the line stays: it is never a lock).
+    if (write) (void)!::ftruncate(*p, 0);
     ::close(*p);
     delete p;
   });
