@@ -38,7 +38,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 #
 # float32: both optimizers compute AdamW in binary32 and differ only in rounding (PyTorch
 # fuses and groups some operations, the kit follows its normative order without FMA): a few
-# ulps per element and step (docs/trainer-python.md: <= 1.3e-6 relative on an MLP's
+# ulps per element and step (docs/trainer.md: <= 1.3e-6 relative on an MLP's
 # parameters over 50 steps). Through a transformer those ulps do not stay put (softmax and
 # layer norm amplify them), so the bound is set from measurements of this script:
 #   seed 0, batch 16, 100 iterations (the defaults): max 1.6e-6, final 2.8e-7;
