@@ -51,27 +51,14 @@ from pathlib import Path
 
 import torch
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from kit_import import import_csdkit
+
 TARGET_OVERHEAD = 0.10  # the issue's target: Python + gather + copy <= 10 % of the step
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 # Bytes per element of the kit's dtype names (Session.grad_dtype / out_dtype). out "none" means
 # the store keeps no low-precision copy: the fp32 weights themselves come back.
 KIT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "none": 4}
-
-
-def import_csdkit():
-    """csdkit from sys.path (scripts/build's csdkit.pth), else from this checkout's build."""
-    try:
-        import csdkit.torch  # noqa: F401
-    except ImportError:
-        build = REPO_ROOT / "build" / "release" / "python"
-        if not (build / "csdkit").is_dir():
-            sys.exit("optim_step.py: cannot import csdkit; expected it on sys.path or in {} "
-                     "(build the project first, or set PYTHONPATH)".format(build))
-        sys.path.insert(0, str(build))
-        import csdkit.torch  # noqa: F401
-    return sys.modules["csdkit"]
 
 
 def transformer_shapes(params, d_model, vocab):
@@ -308,7 +295,7 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    csdkit = import_csdkit()
+    csdkit = import_csdkit("optim_step.py", "csdkit.torch")
     # Only this directory is ours: it is created empty here and removed with what the kit
     # wrote into it; nothing else is touched.
     workdir = Path(tempfile.mkdtemp(prefix="csdkit-optim-bench-", dir=args.dir))

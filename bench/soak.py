@@ -28,20 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from kit_import import import_csdkit
 
-
-def import_csdkit():
-    try:
-        import csdkit  # noqa: F401
-    except ImportError:
-        build = REPO_ROOT / "build" / "release" / "python"
-        if not (build / "csdkit").is_dir():
-            sys.exit("soak.py: cannot import csdkit; expected it on sys.path or in {} (build "
-                     "the project first, or set PYTHONPATH)".format(build))
-        sys.path.insert(0, str(build))
-        import csdkit  # noqa: F401
-    return sys.modules["csdkit"]
 
 
 def rss_kib():
@@ -80,7 +68,7 @@ def main(argv=None):
             ap.error("--{}: expected a value >= 1, found {}".format(k, getattr(args, k)))
     if not 0 <= args.warmup < args.steps:
         ap.error("--warmup: expected a value in [0, --steps), found {}".format(args.warmup))
-    csdkit = import_csdkit()
+    csdkit = import_csdkit("soak.py", "csdkit")
 
     # Three tensors in two param groups, 2 x 65536 + a bit per device.
     layout = [("embed", 100000, 0), ("ln", 1000, 0), ("head", 70000, 1)]

@@ -99,6 +99,27 @@ std::vector<csdkit_hyper> Hyper(csdkit_optimizer o = CSDKIT_ADAMW) {
   return h;
 }
 
+// The C++ API's store of what Create() makes through the C API (Config(), Hyper()), in `dir`;
+// *group_hyper receives its per-group hyper-parameters.
+Store CxxTwin(const std::string& dir, const Model& m, const std::vector<uint16_t>& w,
+              std::vector<OptimizerConfig>* group_hyper = nullptr) {
+  StoreConfig c;
+  c.devices = 2;
+  c.hyper = OptimizerConfig::Defaults(Optimizer::kAdamW);
+  c.grad = DType::kFp16;
+  c.out = DType::kFp16;
+  c.loss_scale = 64;
+  c.subgroup_elems = 65536;
+  const std::vector<csdkit_hyper> h = Hyper();
+  std::vector<OptimizerConfig> gh(2, c.hyper);
+  for (unsigned k = 0; k < 2; ++k) {
+    gh[k].lr = h[k].lr;
+    gh[k].weight_decay = h[k].weight_decay;
+  }
+  if (group_hyper != nullptr) *group_hyper = gh;
+  return Store::CreateForModel(dir, c, m.Cxx(), gh, w.data(), DType::kFp16);
+}
+
 // A failed call: the status, and a message naming `what` both per thread and (if given) per
 // store.
 #define EXPECT_FAILS(call, status, what, store)                                           \
@@ -405,20 +426,9 @@ TEST(CApi, ThreeStepsEqualTheCxxApiBitForBit) {
   csdkit_store* cs = Create(cdir, m, w);
   ASSERT_NE(cs, nullptr);
 
-  StoreConfig c;
-  c.devices = 2;
-  c.hyper = OptimizerConfig::Defaults(Optimizer::kAdamW);
-  c.grad = DType::kFp16;
-  c.out = DType::kFp16;
-  c.loss_scale = 64;
-  c.subgroup_elems = 65536;
   const std::vector<csdkit_hyper> h = Hyper();
-  std::vector<OptimizerConfig> gh(2, c.hyper);
-  for (unsigned k = 0; k < 2; ++k) {
-    gh[k].lr = h[k].lr;
-    gh[k].weight_decay = h[k].weight_decay;
-  }
-  Store xs = Store::CreateForModel(xdir, c, l, gh, w.data(), DType::kFp16);
+  std::vector<OptimizerConfig> gh;
+  Store xs = CxxTwin(xdir, m, w, &gh);
   DeviceSpec spec;
   spec.count = 2;
   DeviceSet xd(spec);
@@ -622,20 +632,7 @@ TEST(CApi, SparseStepEqualsTheCxxApiBitForBit) {
   const std::vector<uint16_t> w = Halves(m.packed(), 31, 0.5);
   csdkit_store* cs = Create(TestDir("sparse_c"), m, w);
   ASSERT_NE(cs, nullptr);
-  StoreConfig c;
-  c.devices = 2;
-  c.hyper = OptimizerConfig::Defaults(Optimizer::kAdamW);
-  c.grad = DType::kFp16;
-  c.out = DType::kFp16;
-  c.loss_scale = 64;
-  c.subgroup_elems = 65536;
-  const std::vector<csdkit_hyper> h = Hyper();
-  std::vector<OptimizerConfig> gh(2, c.hyper);
-  for (unsigned k = 0; k < 2; ++k) {
-    gh[k].lr = h[k].lr;
-    gh[k].weight_decay = h[k].weight_decay;
-  }
-  Store xs = Store::CreateForModel(TestDir("sparse_cxx"), c, l, gh, w.data(), DType::kFp16);
+  Store xs = CxxTwin(TestDir("sparse_cxx"), m, w);
   DeviceSpec spec;
   spec.count = 2;
   DeviceSet xd(spec);

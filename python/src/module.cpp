@@ -105,6 +105,20 @@ OptimizerConfig HyperFromPy(const py::dict& d, OptimizerConfig base, const std::
   return base;
 }
 
+// One dict per param group of the store, each on top of what the group last used.
+std::vector<OptimizerConfig> GroupHyperFromPy(const Store& st, const std::vector<py::dict>& d) {
+  if (d.size() != st.group_hyper().size()) {
+    throw std::invalid_argument("group_hyper: expected one dict per param group (" +
+                                std::to_string(st.group_hyper().size()) + "), found " +
+                                std::to_string(d.size()));
+  }
+  std::vector<OptimizerConfig> h;
+  for (size_t k = 0; k < d.size(); ++k) {
+    h.push_back(HyperFromPy(d[k], st.group_hyper()[k], "group_hyper[" + std::to_string(k) + "]"));
+  }
+  return h;
+}
+
 DeviceSpec SpecFromPy(const std::string& backend, uint64_t device_mem, bool link_model) {
   DeviceSpec s;
   s.backend = ParseBackend(backend);
@@ -220,17 +234,7 @@ class PySession {
       throw std::invalid_argument("loss_scale: expected a positive value, found " +
                                   std::to_string(*loss_scale));
     }
-    if (group_hyper) {
-      if (group_hyper->size() != st.group_hyper().size()) {
-        throw std::invalid_argument("group_hyper: expected one dict per param group (" +
-                                    std::to_string(st.group_hyper().size()) + "), found " +
-                                    std::to_string(group_hyper->size()));
-      }
-      for (size_t k = 0; k < group_hyper->size(); ++k) {
-        o.group_hyper.push_back(HyperFromPy((*group_hyper)[k], st.group_hyper()[k],
-                                            "group_hyper[" + std::to_string(k) + "]"));
-      }
-    }
+    if (group_hyper) o.group_hyper = GroupHyperFromPy(st, *group_hyper);
     std::vector<void*> out;
     if (weights_out) {
       if (weights_out->size() != nt) {
@@ -328,17 +332,7 @@ class PySession {
     };
     floats(m, "m", &in.m);
     floats(v, "v", &in.v);
-    if (group_hyper) {
-      if (group_hyper->size() != st.group_hyper().size()) {
-        throw std::invalid_argument("group_hyper: expected one dict per param group (" +
-                                    std::to_string(st.group_hyper().size()) + "), found " +
-                                    std::to_string(group_hyper->size()));
-      }
-      for (size_t k = 0; k < group_hyper->size(); ++k) {
-        in.group_hyper.push_back(HyperFromPy((*group_hyper)[k], st.group_hyper()[k],
-                                             "group_hyper[" + std::to_string(k) + "]"));
-      }
-    }
+    if (group_hyper) in.group_hyper = GroupHyperFromPy(st, *group_hyper);
     py::gil_scoped_release nogil;
     s_->Import(in);
   }

@@ -384,15 +384,13 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
            "overwrites nothing)");
     }
   }
-  // From here on, a failure removes what this call created (and nothing else).
-  std::vector<std::string> made;  // paths created inside an existing directory
+  // From here on, a failure removes what this call created (and nothing else): the entries it
+  // made, then the directory itself if it made that and it is empty again.
+  std::vector<std::string> made;  // paths created inside `dir`
   auto undo = [&] {
     std::error_code ec;
-    if (made_dir) {
-      std::filesystem::remove_all(dir, ec);
-    } else {
-      for (auto p = made.rbegin(); p != made.rend(); ++p) std::filesystem::remove_all(*p, ec);
-    }
+    for (auto p = made.rbegin(); p != made.rend(); ++p) std::filesystem::remove_all(*p, ec);
+    if (made_dir) ::rmdir(dir.c_str());
   };
   Store s;
   // A lock held by someone else means another creator or user is at work in `dir`: nothing
