@@ -295,6 +295,61 @@ TEST(Runtime, BrokenStoresAreRefusedWithClearErrors) {
   }
 }
 
+// Edits that keep the manifest's checksum right (a tool that rewrites it, or a bug of our own)
+// still meet the same range and type checks as `csdkit init`'s input: integers must be
+// integers in range, hyper-parameters finite as binary32, one CRC-32 per subgroup.
+TEST(Runtime, ManifestFieldsAreCheckedEvenUnderAValidChecksum) {
+  const StoreConfig cfg = Config(Optimizer::kAdamW, 150000, 2, 65536);
+  const std::string d = TestDir("manifest_fields");
+  Store::Create(d, cfg);
+  nlohmann::json good;
+  std::ifstream(d + "/manifest.json") >> good;
+  EXPECT_EQ(Store::FromManifest(good, "m").step(), 0);
+  using J = nlohmann::json;
+  const std::vector<std::pair<std::function<void(J&)>, std::string>> edits = {
+      {[](J& j) { j["config"]["devices"] = 2.7; }, "field 'devices': expected an integer"},
+      {[](J& j) { j["config"]["devices"] = 0; }, "field 'devices': expected an integer in [1, 256]"},
+      {[](J& j) { j["config"]["params"] = 2000000.5; }, "field 'params'"},
+      {[](J& j) { j["config"]["params"] = -1; }, "field 'params'"},
+      {[](J& j) { j["config"]["params"] = uint64_t{1} << 50; }, "[1, 1099511627776]"},
+      {[](J& j) { j["config"]["params"] = "150000"; }, "field 'params'"},
+      {[](J& j) { j["config"]["seed"] = -7; }, "field 'seed'"},
+      {[](J& j) { j["config"]["subgroup_elems"] = 65537; }, "multiple of 65536"},
+      {[](J& j) { j["config"]["hyper"]["lr"] = 1e39; }, "lr: expected a value finite as binary32"},
+      {[](J& j) { j["config"]["hyper"]["beta2"] = 1.5; }, "beta2"},
+      {[](J& j) { j["config"]["loss_scale"] = 1e-39; }, "loss scale"},
+      {[](J& j) { j["config"]["grad"] = "fp8"; }, "fp8"},
+      {[](J& j) { j["committed_step"] = -3; }, "field 'committed_step'"},
+      {[](J& j) { j["committed_step"] = 1.5; }, "field 'committed_step'"},
+      {[](J& j) { j["slot"] = 2; }, "field 'slot': expected an integer in [0, 1]"},
+      {[](J& j) { j["shards"][1]["begin"] = 75000.0; }, "field 'begin'"},
+      {[](J& j) { j["checksums"][0]["m"][0] = uint64_t{1} << 32; }, "expected CRC-32 values"},
+      {[](J& j) { j["checksums"][0]["m"][0] = -1; }, "expected CRC-32 values"},
+      {[](J& j) { j["checksums"][1]["v"].push_back(0); }, "expected a list of 2 subgroups"},
+      {[](J& j) { j["checksums"][1]["v"] = 0; }, "expected a list of 2 subgroups"},
+      {[](J& j) { j["vars"] = {"theta", "m"}; }, "state variables"},
+      {[](J& j) { j.erase("store_id"); }, "expected a field 'store_id'"},
+      {[](J& j) { j = J::array(); }, "expected a JSON object"},
+  };
+  for (const auto& [edit, expected] : edits) {
+    J j = good;
+    edit(j);
+    if (j.is_object()) j["manifest_crc"] = Store::ManifestCrc(j);
+    try {
+      Store::FromManifest(j, "m");
+      ADD_FAILURE() << "accepted " << j.dump() << "; expected '" << expected << "'";
+    } catch (const StoreError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+  // The same check on the store itself (`step`, `info`, `info --verify` open it alike).
+  J j = good;
+  j["config"]["devices"] = 2.7;
+  j["manifest_crc"] = Store::ManifestCrc(j);
+  std::ofstream(d + "/manifest.json", std::ios::trunc) << j.dump(2);
+  ExpectStoreError(d, "field 'devices': expected an integer");
+}
+
 TEST(Runtime, DeviceMemoryIsEnforced) {
   const StoreConfig cfg = Config(Optimizer::kAdamW, 1 << 20, 1, 1 << 20);
   Store s = Store::Create(TestDir("capacity"), cfg);

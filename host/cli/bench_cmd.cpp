@@ -27,7 +27,7 @@ void AddBenchCommand(CLI::App& app) {
   k->add_flag("--json", *json, "print JSON only (default: JSON plus progress on a terminal)");
   k->callback([o, json]() {
     o->progress = !*json && isatty(STDERR_FILENO);
-    std::cout << bench::KernelBench(*o).dump(2) << "\n";
+    std::cout << JsonText(bench::KernelBench(*o)) << "\n";
   });
   AddIoBench(b);
   AddRtlBench(b);
@@ -49,7 +49,7 @@ void AddBenchCommand(CLI::App& app) {
   sdev->Add(st);
   st->callback([so, sdev] {
     so->device_spec = sdev->Spec(so->devices);
-    std::cout << bench::StepBench(*so).dump(2) << "\n";
+    std::cout << JsonText(bench::StepBench(*so)) << "\n";
   });
 }
 

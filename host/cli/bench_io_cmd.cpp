@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "io_bench.h"
+#include "options.h"
 
 namespace csdkit::cli {
 
@@ -37,7 +38,7 @@ void AddIoBench(CLI::App* bench) {
   io->add_flag("--json", *json, "print JSON only (default: JSON plus progress on a terminal)");
   io->callback([o, json]() {
     o->progress = !*json && isatty(STDERR_FILENO);
-    std::cout << bench::IoBench(*o).dump(2) << "\n";
+    std::cout << JsonText(bench::IoBench(*o)) << "\n";
   });
 }
 

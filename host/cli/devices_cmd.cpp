@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "csdkit/platform/topology.h"
+#include "options.h"
 
 namespace csdkit::cli {
 
@@ -100,7 +101,7 @@ void AddDevicesCommand(CLI::App& app) {
       nlohmann::json j{{"opencl_platforms", cl}, {"smartssds", cards}};
       if (!note.empty()) j["opencl_note"] = note;
       if (!topo_error.empty()) j["smartssd_error"] = topo_error;
-      std::cout << j.dump(2) << "\n";
+      std::cout << JsonText(j) << "\n";
     } else {
       std::printf("OpenCL platforms:%s\n", note.empty() ? "" : (" none: " + note).c_str());
       for (const auto& p : cl) {

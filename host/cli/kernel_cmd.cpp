@@ -54,7 +54,7 @@ void PrintArgs(bool json) {
                    {"bytes", x.bytes},
                    {"description", x.doc}});
     }
-    std::cout << nlohmann::json{{"kernel", hls::kUpdateKernelName}, {"args", a}}.dump(2) << "\n";
+    std::cout << JsonText(nlohmann::json{{"kernel", hls::kUpdateKernelName}, {"args", a}}) << "\n";
     return;
   }
   std::printf("%s register map (ap_ctrl_hs; 0x00 ctrl, 0x04 gie, 0x08 ier, 0x0c isr)\n",
@@ -163,7 +163,7 @@ int RunKernel(const KernelOpts& o) {
     for (const ArrayView& a : outs) cs[a.name] = Hex(Crc32(a));
     j["crc32"] = cs;
     if (!o.dump.empty()) j["dump"] = o.dump;
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
   } else {
     std::printf("csd_update %s: optimizer=%s grad=%s out=%s n=%u %s ftz=%s seed=%llu step=%lld\n",
                 o.dev.backend == "model" ? "host model"

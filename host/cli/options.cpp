@@ -12,6 +12,10 @@
 
 namespace csdkit::cli {
 
+std::string JsonText(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 CLI::Validator Count(uint64_t lo, uint64_t hi) {
   const std::string desc = "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   return CLI::Validator(
@@ -171,6 +175,16 @@ GradSpec HyperOptions::Grad() const {
   g.out = ParseOutDType(out);
   g.ftz = ftz;
   g.loss_scale = loss_scale;
+  // The CLI's gradients are synthetic: uniform in [-1, 1) times the loss scale. Above the
+  // dtype's largest finite value most of them overflow, and every step would be skipped.
+  const double max_grad = g.grad == DType::kFp16 ? 65504.0 : 3.4028234663852886e38;
+  if (!(loss_scale > 0.0) || !(loss_scale <= max_grad)) {
+    std::ostringstream os;
+    os << "--loss-scale: expected a value in (0, " << max_grad << "] for --grad " << grad
+       << " (synthetic gradients are uniform in [-1, 1) times the loss scale; a larger scale "
+          "overflows them on every step), found " << loss_scale;
+    throw std::invalid_argument(os.str());
+  }
   return g;
 }
 

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "csdkit/platform/optimizer.h"
@@ -18,6 +19,11 @@ CLI::Validator Count(uint64_t lo, uint64_t hi);
 /// A floating-point option that must be finite and inside (lo, hi] (lo_open) or [lo, hi]:
 /// NaN and infinities are refused, never read as a default.
 CLI::Validator FiniteIn(double lo, double hi, bool lo_open);
+
+/// The JSON every --json prints: indented by 2, UTF-8. A string that is not valid UTF-8 (a
+/// path of other bytes) is printed with U+FFFD for each invalid byte instead of failing the
+/// command after it has done its work.
+std::string JsonText(const nlohmann::json& j);
 
 /// --backend, --platform, --xclbin, --device, --device-mem, --no-link-model, --ds-config,
 /// --memory and --trace (rtl): what the device set needs.

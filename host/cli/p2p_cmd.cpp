@@ -28,7 +28,7 @@ void AddP2pCommand(CLI::App& app) {
     o->device = dev->Spec(1);
     const nlohmann::json j = bench::P2pBench(*o);
     if (*json) {
-      std::cout << j.dump(2) << "\n";
+      std::cout << JsonText(j) << "\n";
       return;
     }
     std::printf("device %u, %llu MiB per transfer (best of %u)\n", o->device.first,

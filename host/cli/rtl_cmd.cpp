@@ -155,8 +155,7 @@ void AddRtlCommands(CLI::App& app) {
       }
     }
     if (o->json) {
-      std::cout << nlohmann::json{{"launches", launches}, {"failed", failed}, {"results", rows}}
-                       .dump(2)
+      std::cout << JsonText(nlohmann::json{{"launches", launches}, {"failed", failed}, {"results", rows}})
                 << "\n";
     } else {
       std::printf("%d launches: %d bit-exact on every output buffer, %d mismatched\n", launches,
@@ -228,7 +227,7 @@ void AddRtlBench(CLI::App* bench) {
              "cycle, simulation speed, bytes read by the AXI slaves, fp unit latencies");
   c->add_option("--n", *n, "elements per launch")->capture_default_str();
   c->add_flag("--json", "JSON output (the only format)");
-  c->callback([n] { std::cout << RtlBench(*n).dump(2) << "\n"; });
+  c->callback([n] { std::cout << JsonText(RtlBench(*n)) << "\n"; });
 }
 
 }  // namespace csdkit::cli

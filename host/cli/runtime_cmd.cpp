@@ -110,7 +110,7 @@ void AddInit(CLI::App& app) {
   c->callback([o] {
     Store s = DoInit(*o);
     if (o->json) {
-      std::cout << s.Describe().dump(2) << "\n";
+      std::cout << JsonText(s.Describe()) << "\n";
     } else {
       std::printf("created %s: %llu params on %u devices, %s, subgroup %u elements, step 0\n",
                   o->dir.c_str(), static_cast<unsigned long long>(s.config().params),
@@ -189,7 +189,7 @@ void AddStep(CLI::App& app) {
     if (o->json) {
       nlohmann::json j = nlohmann::json::array();
       for (const auto& r : reps) j.push_back(r.ToJson());
-      std::cout << nlohmann::json{{"store", store.Describe()}, {"steps", j}}.dump(2) << "\n";
+      std::cout << JsonText(nlohmann::json{{"store", store.Describe()}, {"steps", j}}) << "\n";
     } else {
       for (const auto& r : reps) PrintStepLine(r, m_bytes);
       std::printf("committed step %lld\n", static_cast<long long>(store.step()));
@@ -221,7 +221,7 @@ void AddInfo(CLI::App& app) {
     nlohmann::json j = s.Describe();
     if (*verify) j["verified"] = true;
     if (*json) {
-      std::cout << j.dump(2) << "\n";
+      std::cout << JsonText(j) << "\n";
       return;
     }
     const StoreConfig& c = s.config();
@@ -354,7 +354,7 @@ void AddRun(CLI::App& app) {
       j["shared_link_ratio_smart_over_baseline"] = shared[0] > 0 ? shared[1] / shared[0] : 0;
       j["bit_identical"] = same;
       if (!same) j["first_difference"] = diff;
-      std::cout << j.dump(2) << "\n";
+      std::cout << JsonText(j) << "\n";
     } else {
       std::printf("csdkit run: %u emulated SmartSSDs, %llu parameters (M = %.1f MB of fp16), "
                   "%s, grad %s, out %s, %s, %d steps per mode\n\n",

@@ -48,7 +48,7 @@ void AddSelfTestCommand(CLI::App& app) {
     if (o->json) {
       nlohmann::json j = r.ToJson();
       j["device"] = dev.Describe();
-      std::cout << j.dump(2) << "\n";
+      std::cout << JsonText(j) << "\n";
     } else {
       std::printf("%s: %d launches, %d bit-exact with the host model, %d mismatched\n",
                   dev.Describe().c_str(), r.launches, r.launches - r.failed, r.failed);

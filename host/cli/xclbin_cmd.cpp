@@ -8,6 +8,7 @@
 #include <string>
 
 #include "csdkit/platform/xclbin.h"
+#include "options.h"
 
 namespace csdkit::cli {
 
@@ -96,7 +97,7 @@ void AddXclbinCommand(CLI::App& app) {
       try {
         const nlohmann::json j = InspectXclbin(*file);
         if (*json) {
-          std::cout << j.dump(2) << "\n";
+          std::cout << JsonText(j) << "\n";
         } else {
           PrintInspection(j);
         }
@@ -126,7 +127,7 @@ void AddXclbinCommand(CLI::App& app) {
       try {
         const nlohmann::json j = CheckXclbin(*file, exp);
         if (*json) {
-          std::cout << j.dump(2) << "\n";
+          std::cout << JsonText(j) << "\n";
           return;
         }
         std::printf(

@@ -82,14 +82,22 @@ ParamLayout ParamLayout::FromJson(const nlohmann::json& j) {
     throw std::invalid_argument("parameter layout: expected an object with a 'tensors' list");
   }
   std::vector<TensorSpec> ts;
-  try {
-    for (const auto& t : j["tensors"]) {
-      ts.push_back({t.at("name").get<std::string>(), t.at("numel").get<uint64_t>(),
-                    t.at("group").get<unsigned>()});
+  for (const auto& t : j["tensors"]) {
+    const std::string what = "parameter layout: tensor " + std::to_string(ts.size());
+    const auto count = [&](const char* key, uint64_t hi) {
+      if (!t.is_object() || !t.contains(key) || !t[key].is_number_unsigned() ||
+          t[key].get<uint64_t>() > hi) {
+        throw std::invalid_argument(what + ": expected '" + key + "' an integer in [0, " +
+                                    std::to_string(hi) + "], found " +
+                                    (t.is_object() && t.contains(key) ? t[key].dump() : "none"));
+      }
+      return t[key].get<uint64_t>();
+    };
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) {
+      throw std::invalid_argument(what + ": expected a 'name' string");
     }
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(std::string("parameter layout: malformed tensor entry: ") +
-                                e.what());
+    ts.push_back({t["name"].get<std::string>(), count("numel", uint64_t{1} << 48),
+                  static_cast<unsigned>(count("group", UINT32_MAX))});
   }
   ParamLayout l(std::move(ts));
   if (j.contains("fingerprint") && j["fingerprint"] != l.Fingerprint()) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,7 +27,10 @@
 
 namespace csdkit {
 
+using store_internal::CheckStoreConfig;
 using store_internal::Fail;
+using store_internal::GetUint;
+using store_internal::MakeShards;
 using store_internal::Get;
 using store_internal::HyperFromJson;
 
@@ -37,17 +41,6 @@ namespace {
 // Format 2: the slot is recorded (not derived from the step) and the manifest carries a CRC-32
 // of its own content.
 constexpr const char* kFormat = "csdkit-store-2";
-
-// CRC-32 of a manifest's content without its "manifest_crc" member, as 8 hex digits. The JSON
-// is dumped compactly with sorted keys (nlohmann's object order), so the value does not depend
-// on the file's whitespace.
-std::string ManifestCrc(nlohmann::json j) {
-  j.erase("manifest_crc");
-  const std::string text = j.dump();
-  char b[16];
-  std::snprintf(b, sizeof b, "%08x", Crc32(text.data(), text.size()));
-  return b;
-}
 
 std::string ErrnoText() { return std::strerror(errno); }
 
@@ -152,17 +145,32 @@ nlohmann::json ReadJsonFile(const std::string& path, const std::string& what) {
   }
 }
 
-// Shards of ceil(params / devices) elements, rounded up to `align` (model stores: whole sparse
-// blocks, so that group boundaries stay block boundaries inside every shard).
-std::vector<Shard> MakeShards(uint64_t params, unsigned devices, uint64_t align) {
-  std::vector<Shard> s;
-  const uint64_t per = ((params + devices - 1) / devices + align - 1) / align * align;
-  for (unsigned k = 0; k < devices; ++k) {
-    const uint64_t b = std::min<uint64_t>(params, per * k);
-    const uint64_t e = std::min<uint64_t>(params, per * (k + 1));
-    s.push_back({k, b, e});
+// Makes room for `needed` more open descriptors: counts those open (/proc/self/fd), raises the
+// soft RLIMIT_NOFILE up to the hard limit if the sum (plus headroom for sockets, aio contexts
+// and the device set) exceeds it, and throws a StoreError naming both figures if it cannot.
+void EnsureDescriptors(uint64_t needed, const std::string& what) {
+  constexpr uint64_t kHeadroom = 256;
+  uint64_t open_now = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++open_now;
   }
-  return s;
+  const uint64_t want = open_now + needed + kHeadroom;
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= want) return;
+  if (rl.rlim_cur == RLIM_INFINITY) return;
+  if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want) {
+    struct rlimit raised = rl;
+    raised.rlim_cur = want;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) return;
+  }
+  Fail(what + ": expected room for " + std::to_string(needed) + " open files (" +
+       std::to_string(open_now) + " already open, " + std::to_string(kHeadroom) +
+       " kept free), found a limit of " + std::to_string(rl.rlim_cur) + " (hard " +
+       (rl.rlim_max == RLIM_INFINITY ? std::string("unlimited") : std::to_string(rl.rlim_max)) +
+       "); raise it with `ulimit -n " + std::to_string(want) + "` or use fewer devices");
 }
 
 uint64_t FileBytes(const Shard& s) { return (s.size() * 4 + 4095) / 4096 * 4096; }
@@ -179,10 +187,21 @@ std::string Store::FilePath(unsigned d, unsigned var, unsigned slot) const {
          ".bin";
 }
 
-std::vector<Subgroup> Store::Subgroups(unsigned d) const {
+// The JSON is dumped compactly with sorted keys (nlohmann's object order), so the value does not
+// depend on the file's whitespace.
+std::string Store::ManifestCrc(nlohmann::json j) {
+  if (j.is_object()) j.erase("manifest_crc");
+  const std::string text = j.dump();
+  char b[16];
+  std::snprintf(b, sizeof b, "%08x", Crc32(text.data(), text.size()));
+  return b;
+}
+
+template <typename Fn>
+void Store::ForEachSubgroup(unsigned d, Fn&& fn) const {
   // Subgroups of subgroup_elems from the shard's start, also cut where a param group begins
   // (block boundaries in model stores), so that every subgroup has one group.
-  std::vector<Subgroup> r;
+  uint32_t index = 0;
   const Shard& sh = shards_[d];
   const uint64_t s = cfg_.subgroup_elems;
   uint64_t b = 0;
@@ -195,10 +214,21 @@ std::vector<Subgroup> Store::Subgroups(unsigned d) const {
         e = layout_.group_begin(g + 1) - sh.begin;
       }
     }
-    r.push_back({d, static_cast<uint32_t>(r.size()), b, static_cast<uint32_t>(e - b), g});
+    fn(Subgroup{d, index++, b, static_cast<uint32_t>(e - b), g});
     b = e;
   }
+}
+
+std::vector<Subgroup> Store::Subgroups(unsigned d) const {
+  std::vector<Subgroup> r;
+  ForEachSubgroup(d, [&r](const Subgroup& g) { r.push_back(g); });
   return r;
+}
+
+uint64_t Store::SubgroupCount(unsigned d) const {
+  uint64_t n = 0;
+  ForEachSubgroup(d, [&n](const Subgroup&) { ++n; });
+  return n;
 }
 
 std::vector<Subgroup> Store::AllSubgroups() const {
@@ -226,6 +256,12 @@ Store::Checksums Store::EmptyChecksums() const {
 }
 
 void Store::OpenFiles() {
+  // Two files per (device, variable) stay open: 1536 for 256 devices with m and v, beyond the
+  // usual soft limit of 1024. The soft limit is raised towards the hard one when needed; a hard
+  // limit too small is refused here, before any file is opened, instead of failing half-way.
+  const uint64_t needed = uint64_t{cfg_.devices} * vars_.size() * 2;
+  EnsureDescriptors(needed, "store '" + dir_ + "' (" + std::to_string(cfg_.devices) +
+                                " devices x " + std::to_string(vars_.size()) + " variables x 2 slots)");
   files_.clear();
   files_.resize(cfg_.devices);
   for (unsigned d = 0; d < cfg_.devices; ++d) {
@@ -325,7 +361,7 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
                         std::vector<OptimizerConfig> groups, const aio::AioConfig& aio_cfg,
                         Init&& init) {
   StoreConfig cfg = cfg_in;
-  ValidateConfig(cfg.hyper);
+  CheckStoreConfig(cfg, layout != nullptr);
   for (size_t g = 0; g < groups.size(); ++g) {
     if (groups[g].opt != cfg.hyper.opt) {
       throw std::invalid_argument("param group " + std::to_string(g) + ": expected optimizer " +
@@ -336,30 +372,6 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
       ValidateConfig(groups[g]);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument("param group " + std::to_string(g) + ": " + e.what());
-    }
-  }
-  if (cfg.devices < 1 || cfg.devices > 256) {
-    throw std::invalid_argument("devices: expected 1..256, found " + std::to_string(cfg.devices));
-  }
-  if (cfg.params < cfg.devices) {
-    throw std::invalid_argument("params: expected at least one parameter per device (" +
-                                std::to_string(cfg.devices) + "), found " +
-                                std::to_string(cfg.params));
-  }
-  if (cfg.subgroup_elems == 0 || cfg.subgroup_elems % hls::kBlockElems != 0) {
-    throw std::invalid_argument("subgroup size: expected a positive multiple of 65536, found " +
-                                std::to_string(cfg.subgroup_elems));
-  }
-  if (!(cfg.loss_scale > 0.0) || !std::isfinite(cfg.loss_scale)) {
-    throw std::invalid_argument("loss scale: expected a finite value > 0");
-  }
-  for (const Shard& sh : MakeShards(cfg.params, cfg.devices, layout ? hls::kBlockElems : 1)) {
-    if (sh.size() == 0) {
-      throw std::invalid_argument(
-          "devices: expected every device to hold part of the model (shards of whole 65536-"
-          "element blocks), found " + std::to_string(cfg.devices) + " devices for " +
-          std::to_string(cfg.params) + " parameters; use at most " +
-          std::to_string(sh.device) + " devices");
     }
   }
   bool made_dir = true;
@@ -522,18 +534,8 @@ Store Store::CreateForModel(const std::string& dir, const StoreConfig& cfg_in,
       });
 }
 
-Store Store::Open(const std::string& dir, StoreAccess access) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    Fail("store '" + dir + "': expected a directory created by `csdkit init`, found " +
-         (errno == ENOENT ? std::string("nothing") : std::string("no directory")));
-  }
-  if (::access((dir + "/manifest.json").c_str(), F_OK) != 0) {
-    Fail("store '" + dir + "': expected a store (its manifest.json), found none");
-  }
-  std::shared_ptr<const int> lock = LockStore(dir, access);
-  const nlohmann::json j = ReadJsonFile(dir + "/manifest.json", "store '" + dir + "'");
-  const std::string w = "store '" + dir + "' manifest";
+Store Store::FromManifest(const nlohmann::json& j, const std::string& w) {
+  if (!j.is_object()) Fail(w + ": expected a JSON object, found " + j.type_name());
   const std::string fmt = Get<std::string>(j, "format", w);
   if (fmt != kFormat) Fail(w + ": expected format '" + kFormat + "', found '" + fmt + "'");
   const std::string crc = Get<std::string>(j, "manifest_crc", w);
@@ -543,30 +545,17 @@ Store Store::Open(const std::string& dir, StoreAccess access) {
          "trusted");
   }
   Store s;
-  s.dir_ = dir;
-  s.lock_ = std::move(lock);
-  s.access_ = access;
   s.store_id_ = Get<std::string>(j, "store_id", w);
   s.cfg_ = StoreConfig::FromJson(Get<nlohmann::json>(j, "config", w));
+  s.has_layout_ = j.contains("layout");
   try {
-    ValidateConfig(s.cfg_.hyper);
+    CheckStoreConfig(s.cfg_, s.has_layout_);
+    if (s.has_layout_) s.layout_ = ParamLayout::FromJson(j["layout"]);
   } catch (const std::invalid_argument& e) {
     Fail(w + ": " + e.what());
   }
-  if (s.cfg_.devices < 1 || s.cfg_.params < s.cfg_.devices || s.cfg_.subgroup_elems == 0 ||
-      s.cfg_.subgroup_elems % hls::kBlockElems != 0) {
-    Fail(w + ": inconsistent sizes (params " + std::to_string(s.cfg_.params) + ", devices " +
-         std::to_string(s.cfg_.devices) + ", subgroup " + std::to_string(s.cfg_.subgroup_elems) +
-         ")");
-  }
   s.group_hyper_ = {s.cfg_.hyper};
-  if (j.contains("layout")) {
-    try {
-      s.layout_ = ParamLayout::FromJson(j["layout"]);
-    } catch (const std::invalid_argument& e) {
-      Fail(w + ": " + e.what());
-    }
-    s.has_layout_ = true;
+  if (s.has_layout_) {
     if (s.layout_.total() != s.cfg_.params) {
       Fail(w + ": expected the layout's " + std::to_string(s.layout_.total()) +
            " parameters, found params " + std::to_string(s.cfg_.params));
@@ -578,18 +567,19 @@ Store Store::Open(const std::string& dir, StoreAccess access) {
     }
     s.group_hyper_.clear();
     for (size_t g = 0; g < gh.size(); ++g) {
+      const std::string gw = w + " group_hyper[" + std::to_string(g) + "]";
       OptimizerConfig h = s.cfg_.hyper;
-      HyperFromJson(gh[g], w + " group_hyper[" + std::to_string(g) + "]", &h);
+      HyperFromJson(gh[g], gw, &h);
+      try {
+        ValidateConfig(h);
+      } catch (const std::invalid_argument& e) {
+        Fail(gw + ": " + e.what());
+      }
       s.group_hyper_.push_back(h);
     }
   }
-  s.step_ = Get<int64_t>(j, "committed_step", w);
-  const int64_t slot = Get<int64_t>(j, "slot", w);
-  if (s.step_ < 0 || (slot != 0 && slot != 1)) {
-    Fail(w + ": expected committed_step >= 0 and slot 0 or 1, found step " +
-         std::to_string(s.step_) + " and slot " + std::to_string(slot));
-  }
-  s.slot_ = static_cast<unsigned>(slot);
+  s.step_ = static_cast<int64_t>(GetUint(j, "committed_step", w, 0, INT64_MAX));
+  s.slot_ = static_cast<unsigned>(GetUint(j, "slot", w, 0, 1));
   s.shards_ = MakeShards(s.cfg_.params, s.cfg_.devices, s.has_layout_ ? hls::kBlockElems : 1);
   s.vars_ = StateVariables(s.cfg_.hyper);
   const auto sh = Get<nlohmann::json>(j, "shards", w);
@@ -598,8 +588,8 @@ Store Store::Open(const std::string& dir, StoreAccess access) {
          std::to_string(sh.is_array() ? sh.size() : 0));
   }
   for (unsigned d = 0; d < s.shards_.size(); ++d) {
-    if (Get<uint64_t>(sh[d], "begin", w) != s.shards_[d].begin ||
-        Get<uint64_t>(sh[d], "end", w) != s.shards_[d].end) {
+    if (GetUint(sh[d], "begin", w, 0, UINT64_MAX) != s.shards_[d].begin ||
+        GetUint(sh[d], "end", w, 0, UINT64_MAX) != s.shards_[d].end) {
       Fail(w + ": shard " + std::to_string(d) + " range does not match params/devices");
     }
   }
@@ -607,25 +597,53 @@ Store Store::Open(const std::string& dir, StoreAccess access) {
     Fail(w + ": state variables do not match the optimizer");
   }
   const auto cj = Get<nlohmann::json>(j, "checksums", w);
-  if (!cj.is_array() || cj.size() != s.cfg_.devices) Fail(w + ": checksums: expected one entry per device");
-  s.crcs_ = s.EmptyChecksums();
+  if (!cj.is_array() || cj.size() != s.cfg_.devices) {
+    Fail(w + ": checksums: expected one entry per device");
+  }
+  // Each list's length is checked against the subgroup count before anything is allocated for
+  // it, so a manifest cannot make the reader allocate more than its own size.
+  s.crcs_.assign(s.cfg_.devices, std::vector<std::vector<uint32_t>>(s.vars_.size()));
   for (unsigned d = 0; d < s.cfg_.devices; ++d) {
+    const uint64_t count = s.SubgroupCount(d);
     for (unsigned v = 0; v < s.vars_.size(); ++v) {
-      const auto list = Get<std::vector<uint32_t>>(cj[d], s.vars_[v].c_str(), w + " checksums");
-      if (list.size() != s.crcs_[d][v].size()) {
-        Fail(w + ": checksums of device " + std::to_string(d) + " " + s.vars_[v] + ": expected " +
-             std::to_string(s.crcs_[d][v].size()) + " subgroups, found " +
-             std::to_string(list.size()));
+      const std::string vw = w + " checksums of device " + std::to_string(d) + " " + s.vars_[v];
+      const auto& list = Get<nlohmann::json>(cj[d], s.vars_[v].c_str(), w + " checksums");
+      if (!list.is_array() || list.size() != count) {
+        Fail(vw + ": expected a list of " + std::to_string(count) + " subgroups' CRCs, found " +
+             (list.is_array() ? std::to_string(list.size()) + " entries" : list.type_name()));
       }
-      s.crcs_[d][v] = list;
+      for (const auto& c : list) {
+        const bool ok = c.is_number_unsigned() && c.get<uint64_t>() <= UINT32_MAX;
+        if (!ok) Fail(vw + ": expected CRC-32 values (integers < 2^32), found " + c.dump());
+        s.crcs_[d][v].push_back(c.get<uint32_t>());
+      }
     }
+  }
+  return s;
+}
+
+Store Store::Open(const std::string& dir, StoreAccess access) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    Fail("store '" + dir + "': expected a directory created by `csdkit init`, found " +
+         (errno == ENOENT ? std::string("nothing") : std::string("no directory")));
+  }
+  if (::access((dir + "/manifest.json").c_str(), F_OK) != 0) {
+    Fail("store '" + dir + "': expected a store (its manifest.json), found none");
+  }
+  std::shared_ptr<const int> lock = LockStore(dir, access);
+  Store s = FromManifest(ReadJsonFile(dir + "/manifest.json", "store '" + dir + "'"),
+                         "store '" + dir + "' manifest");
+  s.dir_ = dir;
+  s.lock_ = std::move(lock);
+  s.access_ = access;
+  for (unsigned d = 0; d < s.cfg_.devices; ++d) {
     const std::string dd = dir + "/dev" + std::to_string(d);
     const nlohmann::json ident = ReadJsonFile(dd + "/device.json", "device " + std::to_string(d));
     if (Get<std::string>(ident, "store_id", dd) != s.store_id_ ||
-        Get<unsigned>(ident, "device", dd) != d) {
+        GetUint(ident, "device", dd, 0, UINT32_MAX) != d) {
       Fail("device directory '" + dd + "': expected device " + std::to_string(d) + " of store " +
-           s.store_id_ + ", found device " + std::to_string(Get<unsigned>(ident, "device", dd)) +
-           " of store " + Get<std::string>(ident, "store_id", dd));
+           s.store_id_ + ", found " + ident.dump());
     }
   }
   s.OpenFiles();

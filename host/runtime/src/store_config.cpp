@@ -1,5 +1,11 @@
 // The store's configuration as the manifest records it, and the state an optimizer keeps.
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
 #include "csdkit/hls/mode.h"
+#include "csdkit/hls/sparse.h"
 #include "csdkit/runtime/store.h"
 #include "store_internal.h"
 
@@ -20,11 +26,61 @@ void HyperFromJson(const nlohmann::json& h, const std::string& hw, OptimizerConf
   c->initial_accumulator_value = Get<double>(h, "initial_accumulator_value", hw);
 }
 
+std::vector<Shard> MakeShards(uint64_t params, unsigned devices, uint64_t align) {
+  std::vector<Shard> s;
+  const uint64_t per = ((params + devices - 1) / devices + align - 1) / align * align;
+  for (unsigned k = 0; k < devices; ++k) {
+    const uint64_t b = std::min<uint64_t>(params, per * k);
+    const uint64_t e = std::min<uint64_t>(params, per * (k + 1));
+    s.push_back({k, b, e});
+  }
+  return s;
+}
+
+void CheckStoreConfig(const StoreConfig& c, bool whole_blocks) {
+  ValidateConfig(c.hyper);
+  if (c.devices < 1 || c.devices > kMaxStoreDevices) {
+    throw std::invalid_argument("devices: expected 1.." + std::to_string(kMaxStoreDevices) +
+                                ", found " + std::to_string(c.devices));
+  }
+  if (c.params < c.devices || c.params > kMaxStoreParams) {
+    throw std::invalid_argument("params: expected at least one parameter per device (" +
+                                std::to_string(c.devices) + ") and at most 2^40, found " +
+                                std::to_string(c.params));
+  }
+  if (c.subgroup_elems == 0 || c.subgroup_elems % hls::kBlockElems != 0) {
+    throw std::invalid_argument("subgroup size: expected a positive multiple of 65536, found " +
+                                std::to_string(c.subgroup_elems));
+  }
+  // The kernel scales gradients by 1 / loss_scale in binary32: both must be finite there.
+  const float ls = static_cast<float>(c.loss_scale);
+  if (!(c.loss_scale > 0.0) || !std::isfinite(c.loss_scale) || !std::isfinite(ls) ||
+      !std::isfinite(1.0f / ls)) {
+    std::ostringstream os;
+    os << "loss scale: expected a value > 0 whose value and reciprocal are finite as binary32, "
+          "found " << std::setprecision(9) << c.loss_scale;
+    throw std::invalid_argument(os.str());
+  }
+  for (const Shard& sh : MakeShards(c.params, c.devices, whole_blocks ? hls::kBlockElems : 1)) {
+    if (sh.size() == 0) {
+      throw std::invalid_argument(
+          "devices: expected every device to hold part of the model (shards of whole 65536-"
+          "element blocks), found " + std::to_string(c.devices) + " devices for " +
+          std::to_string(c.params) + " parameters; use at most " + std::to_string(sh.device) +
+          " devices");
+    }
+  }
+}
+
 }  // namespace store_internal
 
+using store_internal::CheckStoreConfig;
 using store_internal::Fail;
 using store_internal::Get;
+using store_internal::GetUint;
 using store_internal::HyperFromJson;
+using store_internal::kMaxStoreDevices;
+using store_internal::kMaxStoreParams;
 
 std::vector<std::string> StateVariables(const OptimizerConfig& h) {
   std::vector<std::string> v{"theta"};
@@ -52,8 +108,8 @@ nlohmann::json StoreConfig::ToJson() const {
 StoreConfig StoreConfig::FromJson(const nlohmann::json& j) {
   const std::string w = "manifest";
   StoreConfig c;
-  c.params = Get<uint64_t>(j, "params", w);
-  c.devices = Get<unsigned>(j, "devices", w);
+  c.params = GetUint(j, "params", w, 1, kMaxStoreParams);
+  c.devices = static_cast<unsigned>(GetUint(j, "devices", w, 1, kMaxStoreDevices));
   try {
     c.hyper.opt = ParseOptimizer(Get<std::string>(j, "optimizer", w));
     c.grad = ParseGradDType(Get<std::string>(j, "grad", w));
@@ -66,9 +122,10 @@ StoreConfig StoreConfig::FromJson(const nlohmann::json& j) {
   HyperFromJson(h, hw, &c.hyper);
   c.ftz = Get<bool>(j, "ftz", w);
   c.loss_scale = Get<double>(j, "loss_scale", w);
-  c.subgroup_elems = Get<uint32_t>(j, "subgroup_elems", w);
-  c.seed = Get<uint64_t>(j, "seed", w);
+  c.subgroup_elems = static_cast<uint32_t>(GetUint(j, "subgroup_elems", w, 1, UINT32_MAX));
+  c.seed = GetUint(j, "seed", w, 0, UINT64_MAX);
   return c;
 }
+
 
 }  // namespace csdkit

@@ -113,6 +113,15 @@ class Store {
   static Store Open(const std::string& dir, const ParamLayout& expected,
                     StoreAccess access = StoreAccess::kWrite);
 
+  /// Checks a manifest's content — format, manifest_crc, configuration (CheckStoreConfig's
+  /// ranges, integers that are integers), layout, per-group hyper-parameters, committed step
+  /// and slot, shards, variables, one CRC per subgroup — and returns a store object holding it,
+  /// with no directory, lock or file (Open adds them). Reads no file; never allocates more than
+  /// the manifest's own size. Throws StoreError naming `where` and the field.
+  static Store FromManifest(const nlohmann::json& manifest, const std::string& where);
+  /// CRC-32 of a manifest's content without its "manifest_crc" member, as 8 hex digits.
+  static std::string ManifestCrc(nlohmann::json manifest);
+
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
   ~Store();
@@ -132,6 +141,8 @@ class Store {
   /// created). A store without a layout has one group: config().hyper.
   const std::vector<OptimizerConfig>& group_hyper() const { return group_hyper_; }
   std::vector<Subgroup> Subgroups(unsigned device) const;
+  /// Subgroups(device).size(), without building the list.
+  uint64_t SubgroupCount(unsigned device) const;
   /// Every subgroup of every device.
   std::vector<Subgroup> AllSubgroups() const;
   /// The open O_DIRECT file of a variable's slot on a device.
@@ -174,6 +185,8 @@ class Store {
   static Store CreateImpl(const std::string& dir, const StoreConfig& cfg, const ParamLayout* layout,
                           std::vector<OptimizerConfig> groups, const aio::AioConfig& aio,
                           Init&& init);
+  template <typename Fn>
+  void ForEachSubgroup(unsigned device, Fn&& fn) const;
   void OpenFiles();
   void WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bool initial);
   void RequireWriter(const char* what) const;
