@@ -42,8 +42,18 @@ extern "C" {
 #define CSDKIT_VERSION \
   (CSDKIT_VERSION_MAJOR * 10000 + CSDKIT_VERSION_MINOR * 100 + CSDKIT_VERSION_PATCH)
 
+/** The enums below are int-sized in C. In C++ they get `int` as their fixed underlying type, so
+ *  that any int a C caller passes is a value of the enum type there (without a fixed type,
+ *  reading a value outside the enumerators is undefined behaviour in C++); the library refuses
+ *  values outside the enumerators with CSDKIT_INVALID_ARGUMENT. */
+#ifdef __cplusplus
+#define CSDKIT_ENUM(name) enum name : int
+#else
+#define CSDKIT_ENUM(name) enum name
+#endif
+
 /** What a call returns. Anything but CSDKIT_OK leaves a message (csdkit_last_error). */
-typedef enum csdkit_status {
+typedef CSDKIT_ENUM(csdkit_status) {
   CSDKIT_OK = 0,
   /** A null pointer, a count that does not match, a value out of range, or a description
    *  (layout, hyper-parameters, device spec) the kit refuses. The message names the argument. */
@@ -64,10 +74,10 @@ typedef enum csdkit_status {
 
 /** Element types. As an output type (csdkit_store_config.out) CSDKIT_FP32 means "no
  *  low-precision copy": the step returns the fp32 weights. */
-typedef enum csdkit_dtype { CSDKIT_FP32 = 0, CSDKIT_FP16 = 1, CSDKIT_BF16 = 2 } csdkit_dtype;
+typedef CSDKIT_ENUM(csdkit_dtype) { CSDKIT_FP32 = 0, CSDKIT_FP16 = 1, CSDKIT_BF16 = 2 } csdkit_dtype;
 
 /** Optimizer rules (docs/optimizers.md). */
-typedef enum csdkit_optimizer {
+typedef CSDKIT_ENUM(csdkit_optimizer) {
   CSDKIT_ADAMW = 0,
   CSDKIT_ADAM = 1,
   CSDKIT_SGD = 2,
@@ -76,7 +86,7 @@ typedef enum csdkit_optimizer {
 } csdkit_optimizer;
 
 /** What runs the kernel. */
-typedef enum csdkit_backend {
+typedef CSDKIT_ENUM(csdkit_backend) {
   CSDKIT_BACKEND_MODEL = 0, /**< emulated SmartSSDs, the kernel's host model */
   CSDKIT_BACKEND_RTL = 1,   /**< emulated SmartSSDs, the Verilated RTL (builds with Verilator) */
   CSDKIT_BACKEND_OPENCL = 2 /**< OpenCL devices: a Xilinx card with its xclbin, or PoCL */
@@ -84,10 +94,10 @@ typedef enum csdkit_backend {
 
 /** How a step runs (docs/runtime.md): the update on the devices, or the ZeRO-Infinity-style
  *  baseline on the host. Both give bit-identical state. */
-typedef enum csdkit_mode { CSDKIT_MODE_SMART = 0, CSDKIT_MODE_BASELINE = 1 } csdkit_mode;
+typedef CSDKIT_ENUM(csdkit_mode) { CSDKIT_MODE_SMART = 0, CSDKIT_MODE_BASELINE = 1 } csdkit_mode;
 
 /** Links whose bytes a step counts (index of csdkit_step_report.link_bytes). */
-typedef enum csdkit_link {
+typedef CSDKIT_ENUM(csdkit_link) {
   CSDKIT_LINK_SSD_TO_FPGA = 0,    /**< device-internal P2P read */
   CSDKIT_LINK_FPGA_TO_SSD = 1,    /**< device-internal P2P write */
   CSDKIT_LINK_HOST_TO_DEVICE = 2, /**< shared link */
@@ -99,7 +109,7 @@ typedef enum csdkit_link {
 
 /** State variables of a store. theta always; m and v as the optimizer keeps them (AdamW, Adam:
  *  m and v; SGD with momentum: m; Adagrad: v; Lion: m; SGD without momentum: none). */
-typedef enum csdkit_state_var {
+typedef CSDKIT_ENUM(csdkit_state_var) {
   CSDKIT_STATE_THETA = 0,
   CSDKIT_STATE_M = 1,
   CSDKIT_STATE_V = 2
