@@ -13,6 +13,8 @@ struct KernelBenchOptions {
   unsigned reps = 3;      // best of
   bool quick = false;     // only AdamW fp16/fp16 (for smoke runs)
   bool progress = false;  // progress lines on stderr
+  bool general = true;    // also time the general datapath (csd_update_general)
+  bool torch = true;      // also time PyTorch's CPU AdamW (fp32 configurations)
 };
 
 /// STREAM triad a[i] = b[i] + s * c[i] over `n` doubles per array with `threads` threads; best of

@@ -1,10 +1,17 @@
 // `csdkit bench kernel`: host-model elements/s against the machine's memory-bandwidth bound.
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "bench.h"
@@ -12,6 +19,8 @@
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
 #include "csdkit/platform/problem.h"
+#include "csdkit/platform/update_launch.h"
+#include "datapath.h"
 
 namespace csdkit::bench {
 
@@ -19,13 +28,85 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-template <typename F>
-void Parallel(unsigned threads, F&& f) {
-  std::vector<std::thread> ts;
-  for (unsigned t = 1; t < threads; ++t) ts.emplace_back(f, t);
-  f(0u);
-  for (auto& t : ts) t.join();
+// Threads created once and pinned one per CPU (thread 0 is the caller); Run(f) calls f(i) on
+// worker i for i < count and returns when all have, so a timed region holds no thread creation.
+class PinnedPool {
+ public:
+  explicit PinnedPool(unsigned threads) : n_(threads) {
+    Pin(0);
+    for (unsigned t = 1; t < n_; ++t) {
+      ts_.emplace_back([this, t] {
+        Pin(t);
+        uint64_t seen = 0;
+        for (;;) {
+          std::unique_lock<std::mutex> lk(mu_);
+          cv_.wait(lk, [&] { return gen_ != seen; });
+          seen = gen_;
+          if (stop_) return;
+          const unsigned count = count_;
+          const std::function<void(unsigned)>* f = job_;
+          lk.unlock();
+          if (t < count) (*f)(t);
+          lk.lock();
+          if (++done_ == n_ - 1) done_cv_.notify_one();
+        }
+      });
+    }
+  }
+  ~PinnedPool() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+      ++gen_;
+    }
+    cv_.notify_all();
+    for (auto& t : ts_) t.join();
+  }
+  void Run(unsigned count, const std::function<void(unsigned)>& f) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      job_ = &f;
+      count_ = count;
+      done_ = 0;
+      ++gen_;
+    }
+    cv_.notify_all();
+    if (count > 0) f(0);
+    std::unique_lock<std::mutex> lk(mu_);
+    done_cv_.wait(lk, [&] { return done_ == n_ - 1; });
+  }
+
+ private:
+  static void Pin(unsigned t) {
+    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(t % cpus, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort (cgroups may refuse)
+  }
+
+  unsigned n_;
+  std::vector<std::thread> ts_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  uint64_t gen_ = 0;
+  unsigned count_ = 0, done_ = 0;
+  bool stop_ = false;
+  const std::function<void(unsigned)>* job_ = nullptr;
+};
+
+PinnedPool& Pool(unsigned threads) {
+  static std::unique_ptr<PinnedPool> pool;
+  static unsigned size = 0;
+  if (threads > size) {
+    pool.reset();
+    pool = std::make_unique<PinnedPool>(threads);
+    size = threads;
+  }
+  return *pool;
 }
+
+void Parallel(unsigned threads, const std::function<void(unsigned)>& f) { Pool(threads).Run(threads, f); }
 
 struct Config {
   Optimizer opt;
@@ -48,6 +129,27 @@ double BytesPerElement(const Problem& p) {
     b += DTypeBytes(md.grad);
   }
   return b;
+}
+
+// PyTorch's CPU AdamW on n fp32 elements with `threads` threads (bench/torch_adamw.py under
+// /usr/bin/python3, Debian's python3-torch); {"error": ...} when it cannot run.
+nlohmann::json TorchAdamW(uint64_t n, unsigned threads, unsigned reps) {
+  const std::string cmd = std::string("/usr/bin/python3 '") + CSDKIT_BENCH_DIR +
+                          "/torch_adamw.py' --n " + std::to_string(n) + " --threads " +
+                          std::to_string(threads) + " --reps " + std::to_string(reps) +
+                          " 2>&1";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (f == nullptr) return {{"error", "cannot start /usr/bin/python3"}};
+  std::string text;
+  char buf[4096];
+  for (size_t k; (k = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, k);
+  const int rc = ::pclose(f);
+  try {
+    if (rc == 0) return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+  }
+  return {{"error", "bench/torch_adamw.py exited with status " + std::to_string(rc) + ": " +
+                        text.substr(0, 400)}};
 }
 
 }  // namespace
@@ -136,12 +238,33 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
         spec.seed = 1000 + i;
         ps.push_back(std::make_unique<Problem>(Problem::Generate(spec)));
       }
-      double best = 1e30;
-      for (unsigned r = 0; r < o.reps; ++r) {
-        const auto t0 = Clock::now();
-        Parallel(t, [&](unsigned i) { ps[i]->Run(); });
-        best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+      // The datapaths side by side, interleaved rep by rep so that the machine's noise falls on
+      // each alike: the specialised one on each instruction set, and the general one (the
+      // HLS/RTL/OpenCL datapath). The headline figure is the specialised datapath as csd_update
+      // runs it (the widest instruction set).
+      struct Path {
+        std::string name;
+        HostDatapath dp;
+        hls::host::Isa isa;
+        double best = 1e30;
+      };
+      std::vector<Path> paths;
+      if (hls::host::HasAvx512()) {
+        paths.push_back({"specialised_avx512", HostDatapath::kSpecialised, hls::host::Isa::kAvx512});
       }
+      paths.push_back({"specialised_avx2", HostDatapath::kSpecialised, hls::host::Isa::kAvx2});
+      if (o.general) paths.push_back({"general", HostDatapath::kGeneral, hls::host::Isa::kAvx2});
+      for (auto& p : ps) p->buf.SetScalars(p->spec.n, p->nnz, p->launch);
+      for (unsigned r = 0; r < o.reps; ++r) {
+        for (Path& path : paths) {
+          hls::host::SetIsa(path.isa);
+          const auto t0 = Clock::now();
+          Parallel(t, [&](unsigned i) { InvokeUpdate(WordsOf(ps[i]->buf), path.dp); });
+          path.best = std::min(path.best, std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+      }
+      hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512 : hls::host::Isa::kAvx2);
+      const double best = paths[0].best;
       uint64_t elems = 0;
       for (auto& p : ps) elems += p->spec.n;
       const double eps = static_cast<double>(elems) / best;
@@ -164,10 +287,45 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
              {"bandwidth_gbs", bw / 1e9},
              {"buffer_bytes", working_set},
              {"fraction_of_triad", bw / triad_bw[t]}};
+      json dps = json::object();
+      for (const Path& path : paths) {
+        dps[path.name] = {{"seconds", path.best},
+                          {"elements_per_second", static_cast<double>(elems) / path.best},
+                          {"relative_to_headline", best / path.best}};
+      }
+      r["datapath"] = paths[0].name;
+      r["datapaths"] = dps;
+      if (o.torch && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp32 &&
+          cfg.out == DType::kFp32 && cfg.topk == 0.0) {
+        // The same update by PyTorch (fp32 parameter, gradient and moments), same n and threads.
+        json tj = TorchAdamW(elems, t, o.reps);
+        if (tj.contains("results")) {
+          for (json& x : tj["results"]) {
+            x["csdkit_relative"] = eps / x["elements_per_second"].get<double>();
+          }
+        }
+        r["torch_adamw"] = tj;
+        if (o.progress && tj.contains("results")) {
+          for (const json& x : tj["results"]) {
+            std::fprintf(stderr, "    torch %s AdamW %u threads: %.1f M el/s (csdkit %.2fx)\n",
+                         x["implementation"].get<std::string>().c_str(), t,
+                         x["elements_per_second"].get<double>() / 1e6,
+                         x["csdkit_relative"].get<double>());
+          }
+        }
+      }
       if (o.progress) {
-        std::fprintf(stderr, "  %-8s %s/%s topk=%g threads=%u: %.1f M el/s, %.1f%% of triad\n",
-                     OptimizerName(cfg.opt), DTypeName(cfg.grad), OutDTypeName(cfg.out), cfg.topk,
-                     t, eps / 1e6, 100.0 * bw / triad_bw[t]);
+        std::string others;
+        for (size_t i = 1; i < paths.size(); ++i) {
+          char b[96];
+          std::snprintf(b, sizeof b, ", %s %.1f", paths[i].name.c_str(),
+                        static_cast<double>(elems) / paths[i].best / 1e6);
+          others += b;
+        }
+        std::fprintf(stderr, "  %-8s %s/%s topk=%g threads=%u: %.1f M el/s (%s), %.1f%% of "
+                     "triad%s\n", OptimizerName(cfg.opt), DTypeName(cfg.grad),
+                     OutDTypeName(cfg.out), cfg.topk, t, eps / 1e6, paths[0].name.c_str(),
+                     100.0 * bw / triad_bw[t], others.c_str());
       }
       if (cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp16 && cfg.out == DType::kFp16 &&
           cfg.topk == 0.0 && t == o.max_threads) {

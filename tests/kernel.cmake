@@ -5,7 +5,7 @@ target_link_libraries(csdkit_test_util PUBLIC csdkit_platform csdkit_runtime)
 target_include_directories(csdkit_test_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(csdkit_test_util PRIVATE ${CSDKIT_MODEL_FLAGS} -O2)
 
-foreach(t kernel_test sparse_test rules_test args_table_test)
+foreach(t kernel_test datapath_test sparse_test rules_test args_table_test)
   csdkit_test(${t})
   target_link_libraries(${t} PRIVATE csdkit_test_util)
   gtest_discover_tests(${t} PROPERTIES LABELS quick DISCOVERY_TIMEOUT 60)

@@ -21,6 +21,14 @@
 #include "csdkit/hls/sparse.h"
 #include "csdkit/hls/word.h"
 
+// The host model (g++/clang for the host, not Vitis HLS, not OpenCL) also has the datapath
+// specialised per launch configuration (host/datapath.h): csd_update runs it, and
+// csd_update_general runs the one runtime-selected datapath below, as the hardware does.
+#if !defined(__SYNTHESIS__) && !defined(__OPENCL_CPP_VERSION__)
+#define CSDKIT_HOST_MODEL 1
+#include "datapath.h"
+#endif
+
 namespace hk = csdkit::hls;
 
 // Keeps the compute stage a separate function in the host model so g++ vectorises it as a unit;
@@ -179,11 +187,16 @@ CSDKIT_NOINLINE void ComputeTile(const hk::RuleCtl& ctl, uint32_t len, uint32_t*
 
 }  // namespace
 
-extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_idx,
-                           const Word* sp_blk, Word* out16, Word* status, uint32_t n,
-                           uint32_t nnz, uint32_t mode, uint32_t unscale, uint32_t lr,
-                           uint32_t beta1, uint32_t omb1, uint32_t beta2, uint32_t omb2,
-                           uint32_t eps, uint32_t wd, uint32_t c1, uint32_t c2) {
+namespace {
+
+/// The whole launch; kHostFast (host model only) runs the specialised datapath instead of the
+/// tile stages' general one, with the same decode, validation, padding and status.
+template <bool kHostFast>
+void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_idx,
+               const Word* sp_blk, Word* out16, Word* status, uint32_t n, uint32_t nnz,
+               uint32_t mode, uint32_t unscale, uint32_t lr, uint32_t beta1, uint32_t omb1,
+               uint32_t beta2, uint32_t omb2, uint32_t eps, uint32_t wd, uint32_t c1,
+               uint32_t c2) {
 #pragma HLS INTERFACE m_axi port = theta bundle = gmem0 offset = slave max_read_burst_length = 64 max_write_burst_length = 64 num_read_outstanding = 16
 #pragma HLS INTERFACE m_axi port = m bundle = gmem1 offset = slave max_read_burst_length = 64 max_write_burst_length = 64 num_read_outstanding = 16
 #pragma HLS INTERFACE m_axi port = v bundle = gmem2 offset = slave max_read_burst_length = 64 max_write_burst_length = 64 num_read_outstanding = 16
@@ -233,6 +246,26 @@ extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, cons
 #pragma HLS ARRAY_PARTITION variable = mm cyclic factor = 16
 #pragma HLS ARRAY_PARTITION variable = vv cyclic factor = 16
 #pragma HLS ARRAY_PARTITION variable = gb cyclic factor = 32
+#ifdef CSDKIT_HOST_MODEL
+    // Host model, specialised datapath: a dense launch is one pass over the buffers; a sparse
+    // one decodes each tile's gradient (below) and updates the tile in place.
+    uint32_t* const th32 = &theta[0][0];
+    uint32_t* const m32 = use_m ? &m[0][0] : nullptr;
+    uint32_t* const v32 = use_v ? &v[0][0] : nullptr;
+    uint16_t* const o16 = md.out != hk::DType::kFp32 ? reinterpret_cast<uint16_t*>(&out16[0][0])
+                                                     : nullptr;
+    if (kHostFast && !md.sparse && n > 0u) {
+      hk::host::Span s;
+      s.theta = th32;
+      s.m = m32;
+      s.v = v32;
+      s.grad = &grad[0][0];
+      s.grad_type = md.grad;
+      s.out = o16;
+      s.len = n;
+      hk::host::Update(md, ctl, s);
+    }
+#endif
     // State an optimizer does not have is never loaded; give its tile array a defined value.
   CLEAR_UNUSED:
     for (uint32_t i = 0; i < kTile; ++i) {
@@ -242,8 +275,25 @@ extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, cons
     }
 
   TILES:
-    for (uint32_t base = 0; base < n; base += kTile) {
+    for (uint32_t base = 0; base < n && !(kHostFast && !md.sparse); base += kTile) {
       const uint32_t len = (n - base) < kTile ? (n - base) : kTile;
+#ifdef CSDKIT_HOST_MODEL
+      if (kHostFast) {  // sparse: decode the tile's gradient, update the tile in place
+        const uint32_t blk_end = hk::BlkAt(sp_blk, (base >> hk::kBlockBits) + 1u);
+        hk::MergeDecode(sp_idx, grad, md.grad, base & (hk::kBlockElems - 1u), len, blk_end, &k,
+                        gb);
+        hk::host::Span s;
+        s.theta = th32 + base;
+        s.m = m32 ? m32 + base : nullptr;
+        s.v = v32 ? v32 + base : nullptr;
+        s.grad = gb;
+        s.grad_type = hk::DType::kFp32;
+        s.out = o16 ? o16 + base : nullptr;
+        s.len = len;
+        hk::host::Update(md, ctl, s);
+        continue;
+      }
+#endif
       const uint32_t words = (len + hk::kLanes - 1) / hk::kLanes;
       const uint32_t hwords = (len + hk::kHalfLanes - 1) / hk::kHalfLanes;
       const uint32_t w0 = base / hk::kLanes;
@@ -290,6 +340,13 @@ extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, cons
       if (md.out == hk::DType::kFp16) StoreHalves<true>(th, len, hwords, out16 + h0);
       if (md.out == hk::DType::kBf16) StoreHalves<false>(th, len, hwords, out16 + h0);
     }
+#ifdef CSDKIT_HOST_MODEL
+    // The copy's lanes past n in its last word are zero, as StoreHalves writes them.
+    if (kHostFast && o16 != nullptr) {
+      const uint32_t padded = (n + hk::kHalfLanes - 1u) / hk::kHalfLanes * hk::kHalfLanes;
+      for (uint32_t i = n; i < padded; ++i) o16[i] = 0u;
+    }
+#endif
   }
 
   Word st;
@@ -301,3 +358,31 @@ extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, cons
   st[hk::kStatusMagic] = hk::kStatusMagicValue;
   status[0] = st;
 }
+
+}  // namespace
+
+extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_idx,
+                           const Word* sp_blk, Word* out16, Word* status, uint32_t n,
+                           uint32_t nnz, uint32_t mode, uint32_t unscale, uint32_t lr,
+                           uint32_t beta1, uint32_t omb1, uint32_t beta2, uint32_t omb2,
+                           uint32_t eps, uint32_t wd, uint32_t c1, uint32_t c2) {
+#ifdef CSDKIT_HOST_MODEL
+  UpdateTop<true>(theta, m, v, grad, sp_idx, sp_blk, out16, status, n, nnz, mode, unscale, lr,
+                  beta1, omb1, beta2, omb2, eps, wd, c1, c2);
+#else
+  UpdateTop<false>(theta, m, v, grad, sp_idx, sp_blk, out16, status, n, nnz, mode, unscale, lr,
+                   beta1, omb1, beta2, omb2, eps, wd, c1, c2);
+#endif
+}
+
+#ifdef CSDKIT_HOST_MODEL
+extern "C" void csd_update_general(Word* theta, Word* m, Word* v, const Word* grad,
+                                   const Word* sp_idx, const Word* sp_blk, Word* out16,
+                                   Word* status, uint32_t n, uint32_t nnz, uint32_t mode,
+                                   uint32_t unscale, uint32_t lr, uint32_t beta1, uint32_t omb1,
+                                   uint32_t beta2, uint32_t omb2, uint32_t eps, uint32_t wd,
+                                   uint32_t c1, uint32_t c2) {
+  UpdateTop<false>(theta, m, v, grad, sp_idx, sp_blk, out16, status, n, nnz, mode, unscale, lr,
+                   beta1, omb1, beta2, omb2, eps, wd, c1, c2);
+}
+#endif

@@ -20,10 +20,18 @@ void AddBenchCommand(CLI::App& app) {
   CLI::App* k = b->add_subcommand(
       "kernel", "Host-model elements/s per optimizer, dtype and thread count, against a "
                 "STREAM-triad bound measured in the same run");
-  k->add_option("--n", o->n, "elements per configuration")->capture_default_str();
-  k->add_option("--threads", o->max_threads, "largest thread count")->capture_default_str();
+  k->add_option("--n", o->n, "elements per configuration")
+      ->check(Count(1024, uint64_t{1} << 30))
+      ->capture_default_str();
+  k->add_option("--threads", o->max_threads, "largest thread count")
+      ->check(Count(1, 256))
+      ->capture_default_str();
   k->add_option("--reps", o->reps, "repetitions (best of)")->check(Count(1, 1000))->capture_default_str();
   k->add_flag("--quick", o->quick, "only the target configuration (AdamW fp16/fp16)");
+  k->add_flag("--no-general", [o](int64_t) { o->general = false; },
+              "time only the specialised datapath, not also the general one");
+  k->add_flag("--no-torch", [o](int64_t) { o->torch = false; },
+              "do not time PyTorch's CPU AdamW beside the fp32 AdamW configuration");
   k->add_flag("--json", *json, "print JSON only (default: JSON plus progress on a terminal)");
   k->callback([o, json]() {
     o->progress = !*json && isatty(STDERR_FILENO);

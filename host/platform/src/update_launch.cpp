@@ -12,8 +12,12 @@ namespace {
 // Calls the kernel top with the launch's fields in table order (the leading tag absorbs the
 // comma the X-macro puts before each field).
 template <typename... A>
-void CallTop(detail::FirstArg, A... a) {
-  csd_update(a...);
+void CallTop(HostDatapath dp, detail::FirstArg, A... a) {
+  if (dp == HostDatapath::kGeneral) {
+    csd_update_general(a...);
+  } else {
+    csd_update(a...);
+  }
 }
 
 }  // namespace
@@ -59,9 +63,9 @@ uint64_t LaunchMemoryTraffic(uint32_t mode, uint32_t n, uint32_t nnz) {
   return bytes;
 }
 
-uint32_t InvokeUpdate(const UpdateLaunch<hls::Word*>& l) {
+uint32_t InvokeUpdate(const UpdateLaunch<hls::Word*>& l, HostDatapath datapath) {
 #define CSDKIT_LAUNCH_ARG(i, nm, ty, kd, dr, bd, off, doc) , l.nm
-  CallTop(detail::FirstArg{} CSDKIT_UPDATE_ARGS(CSDKIT_LAUNCH_ARG));
+  CallTop(datapath, detail::FirstArg{} CSDKIT_UPDATE_ARGS(CSDKIT_LAUNCH_ARG));
 #undef CSDKIT_LAUNCH_ARG
   return reinterpret_cast<const uint32_t*>(l.status)[hls::kStatusError];
 }

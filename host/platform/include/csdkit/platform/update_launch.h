@@ -167,8 +167,14 @@ UpdateFootprint LaunchFootprint(uint32_t mode, uint32_t n, uint32_t nnz);
 /// books for a kernel.
 uint64_t LaunchMemoryTraffic(uint32_t mode, uint32_t n, uint32_t nnz);
 
+/// Which datapath of the host model runs a launch: the one specialised per launch
+/// configuration (csd_update, the default) or the one runtime-selected datapath the HLS, RTL and
+/// OpenCL builds have (csd_update_general). Both give the same bits.
+enum class HostDatapath { kSpecialised, kGeneral };
+
 /// Runs the kernel top (the host model) on a launch; returns the status word's error bits.
-uint32_t InvokeUpdate(const UpdateLaunch<hls::Word*>& l);
+uint32_t InvokeUpdate(const UpdateLaunch<hls::Word*>& l,
+                      HostDatapath datapath = HostDatapath::kSpecialised);
 
 /// Word pointers of host arrays (a launch over AlignedBuffer -> one over hls::Word*).
 UpdateLaunch<hls::Word*> WordsOf(UpdateLaunch<AlignedBuffer>& l);
