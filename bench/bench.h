@@ -20,6 +20,8 @@ struct KernelBenchOptions {
 /// STREAM triad a[i] = b[i] + s * c[i] over `n` doubles per array with `threads` threads; best of
 /// `reps`, in bytes per second counted as STREAM counts them (24 bytes per element).
 double StreamTriad(uint64_t n, unsigned threads, unsigned reps);
+/// The same triad with non-temporal (streaming) stores: no read of the stored lines.
+double StreamTriadNt(uint64_t n, unsigned threads, unsigned reps);
 
 /// Host-model throughput per optimizer, dtype configuration and thread count, with the
 /// STREAM-triad bound measured in the same run.

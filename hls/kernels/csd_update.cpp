@@ -279,9 +279,15 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
       const uint32_t len = (n - base) < kTile ? (n - base) : kTile;
 #ifdef CSDKIT_HOST_MODEL
       if (kHostFast) {  // sparse: decode the tile's gradient, update the tile in place
+        // The tile's gradient as MergeDecode gives it (+0 where no entry, each entry's value at
+        // its offset), built by scattering the tile's entries into zeros: the work follows the
+        // entries, not the elements, and there is no serial merge.
         const uint32_t blk_end = hk::BlkAt(sp_blk, (base >> hk::kBlockBits) + 1u);
-        hk::MergeDecode(sp_idx, grad, md.grad, base & (hk::kBlockElems - 1u), len, blk_end, &k,
-                        gb);
+        const uint32_t off = base & (hk::kBlockElems - 1u);
+        for (uint32_t i = 0; i < len; ++i) gb[i] = 0u;
+        for (; k < blk_end && hk::IdxAt(sp_idx, k) < off + len; ++k) {
+          gb[hk::IdxAt(sp_idx, k) - off] = hk::ValAt(grad, md.grad, k);
+        }
         hk::host::Span s;
         s.theta = th32 + base;
         s.m = m32 ? m32 + base : nullptr;
