@@ -528,7 +528,7 @@ bool GenerateWrapper(const TopSpec& spec, const CoreHeader& core, std::string* t
   std::set<std::string> mapped_names;
   for (const auto& [name, dir] : mapped) {
     auto it = std::find_if(core.ports.begin(), core.ports.end(),
-                           [&](const Decl& d) { return d.name == name; });
+                           [&n = name](const Decl& d) { return d.name == n; });
     if (it == core.ports.end() || it->dir != dir) {
       *err = std::string(spec.core) + " has no " + dir + " port " + name + " (the wrapper " +
              spec.top + " connects it)";

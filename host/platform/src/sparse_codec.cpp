@@ -74,7 +74,9 @@ SparseGrad EncodeSparse(uint32_t n, DType dtype, const uint32_t* indices, const 
   }
   const uint32_t nb = hls::NumBlocks(n);
   for (uint32_t b = 0; b < nb; ++b) blk[b + 1] += blk[b];
-  std::memcpy(s.val.data(), values, static_cast<std::size_t>(nnz) * DTypeBytes(dtype));
+  // With no entries `values` may be null (CompressTopK of n = 0 passes an empty vector's
+  // data()); memcpy's pointers must not be, even for 0 bytes.
+  if (nnz > 0) std::memcpy(s.val.data(), values, static_cast<std::size_t>(nnz) * DTypeBytes(dtype));
   return s;
 }
 

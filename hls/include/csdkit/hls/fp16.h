@@ -44,10 +44,13 @@ inline uint16_t F32ToF16Int(uint32_t u) {
   // with the same add-and-shift as above. Shifts of 25 or more always give zero (mant < 2^24
   // is then at most a quarter unit); clamping to 25 keeps the shift defined. A round-up to 0x400
   // yields the smallest normal half, correctly encoded.
+  // sub_h is computed for every input and selected only below 2^-14 (e <= 112). Elsewhere
+  // sh_raw is 0 (e = 126) or wraps around (e > 126); both clamp to 25 (with 0, sh - 1 would
+  // shift by 2^32 - 1: undefined in C++, reported by UBSan, though the value is never used).
   const uint32_t e = a >> 23;
   const uint32_t mant = (a & kManMask) | 0x00800000u;
-  const uint32_t sh_raw = 126u - e;  // e <= 112 on this path, so 14..126
-  const uint32_t sh = sh_raw > 25u ? 25u : sh_raw;
+  const uint32_t sh_raw = 126u - e;  // e <= 112 on the path that uses it, so 14..126
+  const uint32_t sh = sh_raw - 1u > 24u ? 25u : sh_raw;
   const uint32_t sub_h = (mant + ((1u << (sh - 1u)) - 1u) + ((mant >> sh) & 1u)) >> sh;
 
   uint32_t h;

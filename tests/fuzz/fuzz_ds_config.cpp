@@ -1,0 +1,58 @@
+// fuzz_ds_config: the DeepSpeed `aio` block reader, AioConfig::FromDeepSpeedConfig
+// (host/platform/aio/aio_config.cpp), as `--ds-config FILE` and the Python package use it.
+//
+// The input is the text of a DeepSpeed configuration file. Expected outcomes: a JSON parse error
+// (any nlohmann::json::exception from parse()) and std::invalid_argument. Findings: anything else —
+// a crash, a sanitizer report, an exception of another type (e.g. nlohmann's type_error from a
+// get<> on a value of the wrong type), or an accepted configuration that breaks what the reader
+// promises: it passes Validate(), and its DeepSpeed spelling (ToJson) reads back to the same
+// configuration.
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "csdkit/aio/aio_config.h"
+#include "fuzz_util.h"
+
+namespace {
+constexpr const char* kTarget = "fuzz_ds_config";
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using csdkit::aio::AioConfig;
+  try {
+    nlohmann::json ds;
+    try {
+      ds = nlohmann::json::parse(data, data + size);
+    } catch (const nlohmann::json::exception& e) {
+      // Not only parse_error: a number beyond binary64 ("1e400") is out_of_range (406). The
+      // kit's readers (Store's ReadJsonFile, --ds-config) catch json::exception the same way.
+      csdkit::fuzz::Refused(kTarget, e);
+      return 0;
+    }
+    AioConfig c;
+    try {
+      c = AioConfig::FromDeepSpeedConfig(ds);
+    } catch (const std::invalid_argument& e) {
+      csdkit::fuzz::Refused(kTarget, e);
+      return 0;
+    }
+    // An accepted configuration is valid and survives its own round trip; a throw here escapes
+    // to the Finding below.
+    c.Validate();
+    const AioConfig back = AioConfig::FromJson(c.ToJson());
+    if (back != c) {
+      csdkit::fuzz::Violation(kTarget, "accepted " + c.ToString() +
+                                           " but its ToJson() reads back as " + back.ToString());
+    }
+    csdkit::fuzz::Accepted(kTarget, c.ToString());
+  } catch (const std::exception& e) {
+    csdkit::fuzz::Finding(kTarget, e);
+  } catch (...) {
+    csdkit::fuzz::FindingUnknown(kTarget);
+  }
+  return 0;
+}
