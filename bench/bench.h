@@ -3,6 +3,7 @@
 #define CSDKIT_BENCH_BENCH_H_
 
 #include <cstdint>
+#include <string>
 #include <nlohmann/json.hpp>
 
 namespace csdkit::bench {
@@ -15,6 +16,7 @@ struct KernelBenchOptions {
   bool progress = false;  // progress lines on stderr
   bool general = true;    // also time the general datapath (csd_update_general)
   bool torch = true;      // also time PyTorch's CPU AdamW (fp32 configurations)
+  std::string python = "/usr/bin/python3";  // the interpreter with torch for that
 };
 
 /// STREAM triad a[i] = b[i] + s * c[i] over `n` doubles per array with `threads` threads; best of

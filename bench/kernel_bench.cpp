@@ -133,14 +133,15 @@ double BytesPerElement(const Problem& p) {
 }
 
 // PyTorch's CPU AdamW on n fp32 elements with `threads` threads (bench/torch_adamw.py under
-// /usr/bin/python3, Debian's python3-torch); {"error": ...} when it cannot run.
-nlohmann::json TorchAdamW(uint64_t n, unsigned threads, unsigned reps) {
-  const std::string cmd = std::string("/usr/bin/python3 '") + CSDKIT_BENCH_DIR +
+// `python`, by default Debian's /usr/bin/python3 with python3-torch); {"error": ...} when it
+// cannot run.
+nlohmann::json TorchAdamW(const std::string& python, uint64_t n, unsigned threads, unsigned reps) {
+  const std::string cmd = "'" + python + "' '" + CSDKIT_BENCH_DIR +
                           "/torch_adamw.py' --n " + std::to_string(n) + " --threads " +
                           std::to_string(threads) + " --reps " + std::to_string(reps) +
                           " 2>&1";
   FILE* f = ::popen(cmd.c_str(), "r");
-  if (f == nullptr) return {{"error", "cannot start /usr/bin/python3"}};
+  if (f == nullptr) return {{"error", "cannot start " + python}};
   std::string text;
   char buf[4096];
   for (size_t k; (k = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, k);
@@ -337,7 +338,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
       if (o.torch && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp32 &&
           cfg.out == DType::kFp32 && cfg.topk == 0.0) {
         // The same update by PyTorch (fp32 parameter, gradient and moments), same n and threads.
-        json tj = TorchAdamW(elems, t, o.reps);
+        json tj = TorchAdamW(o.python, elems, t, o.reps);
         if (tj.contains("results")) {
           for (json& x : tj["results"]) {
             x["csdkit_relative"] = eps / x["elements_per_second"].get<double>();

@@ -32,6 +32,9 @@ void AddBenchCommand(CLI::App& app) {
               "time only the specialised datapath, not also the general one");
   k->add_flag("--no-torch", [o](int64_t) { o->torch = false; },
               "do not time PyTorch's CPU AdamW beside the fp32 AdamW configuration");
+  k->add_option("--python", o->python, "Python interpreter with torch for the AdamW comparison")
+      ->check(CLI::ExistingFile)
+      ->capture_default_str();
   k->add_flag("--json", *json, "print JSON only (default: JSON plus progress on a terminal)");
   k->callback([o, json]() {
     o->progress = !*json && isatty(STDERR_FILENO);
