@@ -37,7 +37,7 @@ endforeach()
 # for a store whose path is not UTF-8 still reports the committed step (exit 0).
 set(csdkit_cli_256 ${csdkit_cli_dir}/devices256)
 add_test(NAME cli_store_256_devices COMMAND sh -c
-  "rm -rf '${csdkit_cli_256}' && ulimit -Sn 1024 && \
+  "rm -rf '${csdkit_cli_256}' && mkdir -p '${csdkit_cli_dir}' && ulimit -Sn 1024 && \
    '$<TARGET_FILE:csdkit>' init --dir '${csdkit_cli_256}' --devices 256 --params 300000 && \
    '$<TARGET_FILE:csdkit>' step --dir '${csdkit_cli_256}' && \
    (ulimit -n 900; '$<TARGET_FILE:csdkit>' step --dir '${csdkit_cli_256}'; test $? -eq 2)")

@@ -117,7 +117,7 @@ __attribute__((flatten)) void Loop(const RuleCtl& ctl, const Span& s) {
     uint32_t* __restrict vv = R::kKeepsV ? s.v + base : nullptr;
     const uint32_t* __restrict g32 = static_cast<const uint32_t*>(s.grad) + base;
     const uint16_t* __restrict g16 = static_cast<const uint16_t*>(s.grad) + base;
-    uint16_t* __restrict out = s.out + base;
+    uint16_t* __restrict out = kOut != DType::kFp32 ? s.out + base : nullptr;
     if (kGrad == DType::kFp16) {
       uint32_t j = 0;
       for (; j + 8 <= cl; j += 8) {
