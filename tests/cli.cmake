@@ -15,7 +15,8 @@ set(csdkit_cli_cases
   "topk_nan|step~--dir~${csdkit_cli_dir}/none~--topk~nan|--topk: expected a finite"
   "reps_zero|bench~step~--reps~0|--reps: expected a whole number in \\[1, 1000\\], found 0"
   "trace_dir|kernel~--backend~rtl~--n~64~--trace~${csdkit_cli_dir}/none/x.fst|--trace '.*': expected a file in an existing directory"
-  "trace_backend|kernel~--n~64~--trace~x.fst|--trace: expected --backend rtl")
+  "trace_backend|kernel~--n~64~--trace~x.fst|--trace: expected --backend rtl"
+  "replay_problem_option|kernel~--replay~${csdkit_cli_dir}/none~--n~64|--replay: expected only --json and device options with it .*, found --n")
 # Each case: name|arguments separated by ~|a regular expression the output must match.
 foreach(c IN LISTS csdkit_cli_cases)
   string(FIND "${c}" "|" a)

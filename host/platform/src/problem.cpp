@@ -30,7 +30,82 @@ std::string Hex32(uint32_t x) {
   return b;
 }
 
+// The bit layout of a floating-point format, for the special patterns below.
+struct FpFormat {
+  uint32_t sign, exp_mask, quiet, man_mask, max_finite, one;
+};
+constexpr FpFormat kBinary32{0x80000000u, 0x7f800000u, 0x00400000u, 0x007fffffu, 0x7f7fffffu,
+                             0x3f800000u};
+constexpr FpFormat kHalf{0x8000u, 0x7c00u, 0x0200u, 0x03ffu, 0x7bffu, 0x3c00u};
+constexpr FpFormat kBfloat{0x8000u, 0x7f80u, 0x0040u, 0x007fu, 0x7f7fu, 0x3f80u};
+
+// One special bit pattern of format f, chosen by 64 random bits: bit 0 is the sign, the low
+// word's other bits pick the kind, the high word the payload or offset. Binary32 has two kinds
+// more than the 16-bit formats: the thresholds where a binary32 value overflows fp16 (65504 is
+// the largest half, 65520 rounds to infinity) or bf16 (0x7f7f8000 rounds to infinity), and the
+// binary32 range of the fp16 subnormals ([2^-26, 2^-14)), so that the low-precision copy's
+// conversions see them too.
+uint32_t SpecialBits(const FpFormat& f, uint64_t r) {
+  const bool b32 = f.sign == kBinary32.sign;
+  const uint32_t sign = (r & 1u) ? f.sign : 0u;
+  const uint32_t x = static_cast<uint32_t>(r >> 32);
+  const uint32_t min_normal = f.man_mask + 1u;
+  const unsigned kinds = b32 ? 11u : 9u;
+  switch ((static_cast<uint32_t>(r) >> 1) % kinds) {
+    case 0:  // quiet NaN, any payload
+      return sign | f.exp_mask | f.quiet | (x & (f.quiet - 1u));
+    case 1:  // signalling NaN: quiet bit clear, payload not zero
+      return sign | f.exp_mask | (1u + x % (f.quiet - 1u));
+    case 2:  // infinity
+      return sign | f.exp_mask;
+    case 3:  // zero
+      return sign;
+    case 4:  // subnormal
+      return sign | (1u + x % f.man_mask);
+    case 5:  // the four largest subnormals and the four smallest normals
+      return sign | (min_normal - 4u + x % 8u);
+    case 6:  // the eight largest finite values
+      return sign | (f.max_finite - x % 8u);
+    case 7:  // eight ulps either side of 1
+      return sign | (f.one - 8u + x % 16u);
+    case 8:  // arbitrary bits (the sign already random)
+      return sign | (x & (f.sign - 1u));
+    case 9: {  // a low-precision overflow threshold, -4 to +3 ulps
+      const uint32_t base[3] = {0x477fe000u, 0x477ff000u, 0x7f7f8000u};
+      return sign | (base[x % 3u] - 4u + (x >> 8) % 8u);
+    }
+    default:  // the fp16 subnormal range as binary32: [2^-26, 2^-14), random mantissa
+      return sign | ((101u + x % 12u) << 23) | ((x >> 4) & f.man_mask);
+  }
+}
+
+// --data special: replaces about one element in three of `count` elements of format f (4- or
+// 2-byte elements at `data`) by a special pattern, drawing two numbers per element.
+void MixSpecial(void* data, uint64_t count, const FpFormat& f, SplitMix64& rng) {
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t pick = rng.Next(), r = rng.Next();
+    if (pick % 3u != 0u) continue;
+    const uint32_t bits = SpecialBits(f, r);
+    if (f.sign == kBinary32.sign) static_cast<uint32_t*>(data)[i] = bits;
+    else static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(bits);
+  }
+}
+
+const FpFormat& FormatOf(DType t) {
+  return t == DType::kFp32 ? kBinary32 : t == DType::kFp16 ? kHalf : kBfloat;
+}
+
 }  // namespace
+
+const char* ProblemDataName(ProblemData d) {
+  return d == ProblemData::kSpecial ? "special" : "random";
+}
+
+ProblemData ParseProblemData(const std::string& s) {
+  if (s == "random") return ProblemData::kRandom;
+  if (s == "special") return ProblemData::kSpecial;
+  throw std::invalid_argument("data kind: expected random or special, found '" + s + "'");
+}
 
 Problem Problem::Generate(const ProblemSpec& spec) {
   Problem p;
@@ -66,12 +141,24 @@ Problem Problem::Generate(const ProblemSpec& spec) {
     else p.dense_grad.as<uint16_t>()[i] = hls::F32ToBf16(gb);
   }
 
+  // Special values come from a generator of their own, after the ordinary values are drawn, so
+  // that the ordinary elements of a special problem equal those of the random one.
+  const bool special = spec.data == ProblemData::kSpecial;
+  SplitMix64 sp{SplitMixHash(spec.seed ^ 0x5be1a1c0ffee0001ull)};
+  if (special) {
+    MixSpecial(th, n, kBinary32, sp);
+    MixSpecial(m, n, kBinary32, sp);
+    MixSpecial(v, n, kBinary32, sp);
+    if (!p.spec.grad.sparse) MixSpecial(p.dense_grad.data(), n, FormatOf(gt), sp);
+  }
+
   if (p.spec.grad.sparse) {
     SparseGrad s = CompressTopK(p.dense_grad.data(), gt, n, spec.topk);
     p.nnz = s.nnz;
     p.buf.grad = std::move(s.val);
     p.buf.sp_idx = std::move(s.idx);
     p.buf.sp_blk = std::move(s.blk);
+    if (special) MixSpecial(p.buf.grad.data(), p.nnz, FormatOf(gt), sp);
   } else {
     p.buf.grad = p.dense_grad.Clone();
     p.buf.sp_idx = AlignedBuffer(hls::kWordBytes);
@@ -143,6 +230,7 @@ void DumpProblem(const std::string& dir, const Problem& p, const UpdateBuffers& 
   j["n"] = p.spec.n;
   j["nnz"] = p.nnz;
   j["seed"] = p.spec.seed;
+  j["data"] = ProblemDataName(p.spec.data);
   j["step"] = p.spec.step;
   j["optimizer"] = OptimizerName(p.spec.hyper.opt);
   j["grad"] = DTypeName(p.spec.grad.grad);

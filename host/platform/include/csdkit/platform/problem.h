@@ -15,6 +15,23 @@
 
 namespace csdkit {
 
+/// What a generated problem's state and gradient hold (`csdkit kernel --data`).
+///   kRandom   ordinary values only (the ranges of Problem::Generate).
+///   kSpecial  the same ordinary values, with about one element in three of theta, m, v and the
+///             gradient (dense elements or sparse values) replaced by a special bit pattern:
+///             quiet and signalling NaNs with varied payloads and both signs, infinities,
+///             zeros, subnormals, values either side of the smallest normal, the largest
+///             finite values, values around 1, and arbitrary bits; binary32 arrays also get
+///             values around the fp16 overflow thresholds (65504, 65520) and the bf16 one,
+///             and values in the fp16 subnormal range. fp16/bf16 gradients get the patterns
+///             of their own format. v then holds arbitrary bits (negative values, NaN, inf):
+///             not a valid second moment, on purpose, since the kernel must define its
+///             result for any input.
+enum class ProblemData { kRandom, kSpecial };
+const char* ProblemDataName(ProblemData d);  // "random", "special"
+/// Parses a name; throws std::invalid_argument listing the accepted names.
+ProblemData ParseProblemData(const std::string& s);
+
 struct ProblemSpec {
   OptimizerConfig hyper = OptimizerConfig::Defaults(Optimizer::kAdamW);
   GradSpec grad;          // grad dtype, out dtype, ftz, loss scale, clip; `sparse` set from topk
@@ -22,6 +39,7 @@ struct ProblemSpec {
   double topk = 0.0;      // 0: dense gradient; else Top-K ratio in (0, 1]
   uint64_t seed = 1;
   int64_t step = 1;
+  ProblemData data = ProblemData::kRandom;
 };
 
 /// One launch over host arrays: theta, m, v (fp32 state, in place), grad (dense gradient in the
@@ -37,7 +55,11 @@ struct Problem {
 
   /// Generates state and gradient from the seed: theta in [-0.1, 0.1), m in [-1e-3, 1e-3),
   /// v in [0, 1e-4) (Adagrad: plus initial_accumulator_value), gradients in [-1, 1) times
-  /// the loss scale, rounded to the grad dtype. Throws std::invalid_argument on a bad spec.
+  /// the loss scale, rounded to the grad dtype. With ProblemData::kSpecial the same values are
+  /// drawn, then a second generator (seeded from the seed) replaces about a third of the
+  /// elements by special bit patterns; a sparse problem keeps the entries Top-K chose from the
+  /// ordinary gradient (`dense_grad` stays that gradient) and gets the patterns in its values.
+  /// Throws std::invalid_argument on a bad spec.
   static Problem Generate(const ProblemSpec& spec);
 
   /// Runs the host model (csd_update) on buf. Returns the status error bits (0 = success).
