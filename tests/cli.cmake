@@ -51,3 +51,65 @@ add_test(NAME cli_json_non_utf8_path COMMAND sh -c
    '$<TARGET_FILE:csdkit>' step --dir \"$d/s\" --json")
 set_tests_properties(cli_json_non_utf8_path PROPERTIES LABELS quick
   PASS_REGULAR_EXPRESSION "\"committed_step\": 1")
+
+# `step --dump-launches`: every launch of a step as golden vectors. The same step of copies of
+# one store in the smart mode on the host model, in the baseline and in the smart mode on OpenCL
+# devices (two launches chosen with --dump-only) dumps the same bytes launch by launch, and every
+# dump replays identical on the other backends (the RTL when the build has it). The step's link
+# bytes are those of the same step without a dump.
+set(csdkit_step_dump_dir ${CMAKE_CURRENT_BINARY_DIR}/step_dumps)
+add_test(NAME cli_step_dump_replay COMMAND sh -c [=[
+  B="$1"; rtl="$3"
+  rm -rf "$2" && mkdir -p "$2" && cd "$2" || exit 1
+  "$B" init --dir s --devices 2 --params 200000 --subgroup 65536 --grad fp16 --out fp16 > /dev/null &&
+  "$B" step --dir s > /dev/null && cp -r s s2 && cp -r s s3 && cp -r s s4 || exit 1
+  "$B" step --dir s --topk 0.05 --dump-launches smart --json > smart.json &&
+  "$B" step --dir s4 --topk 0.05 --json > plain.json &&
+  "$B" step --dir s2 --topk 0.05 --mode baseline --dump-launches base &&
+  "$B" step --dir s3 --topk 0.05 --backend opencl --dump-launches cl --dump-only 1:0,0:1 || exit 1
+  bytes() { tr -d ' \n' < "$1" | grep -o '"bytes":{[^}]*}'; }
+  [ "$(bytes smart.json)" = "$(bytes plain.json)" ] || { echo "link bytes differ"; exit 1; }
+  echo "smart launches: $(ls smart/step-2 | tr '\n' ' ')"
+  echo "opencl launches: $(ls cl/step-2 | tr '\n' ' ')"
+  for x in smart/step-2/*; do
+    for f in "$x"/*.bin; do
+      g="base/step-2/${x##*/}/${f##*/}"
+      cmp "$f" "$g" || { echo "smart and baseline launches differ: $f $g"; exit 1; }
+      h="cl/step-2/${x##*/}/${f##*/}"
+      [ ! -d "${h%/*}" ] || cmp "$f" "$h" || { echo "model and opencl differ: $f $h"; exit 1; }
+    done
+  done
+  replay() {
+    out=$("$B" kernel --replay "$1" --backend "$2") || { echo "$out"; exit 1; }
+    echo "$out" | grep -q "output buffers identical to the dump" || { echo "$out"; exit 1; }
+    echo "replayed $1 on $2"
+  }
+  for x in smart/step-2/*; do replay "$x" opencl; done
+  replay base/step-2/device-1-subgroup-1 model
+  replay cl/step-2/device-0-subgroup-1 model
+  [ "$rtl" != 1 ] || replay smart/step-2/device-0-subgroup-0 rtl
+  echo "step dumps agree"]=]
+  sh $<TARGET_FILE:csdkit> ${csdkit_step_dump_dir}/replay $<TARGET_EXISTS:csdkit_rtl_kernel>)
+set_tests_properties(cli_step_dump_replay PROPERTIES LABELS quick
+  PASS_REGULAR_EXPRESSION "smart launches: device-0-subgroup-0 device-0-subgroup-1 device-1-subgroup-0 device-1-subgroup-1 \nopencl launches: device-0-subgroup-1 device-1-subgroup-0 \n.*step dumps agree")
+
+# Refusals of --dump-launches / --dump-only (exit 2, nothing committed, nothing written).
+add_test(NAME cli_step_dump_refusals COMMAND sh -c [=[
+  B="$1"
+  rm -rf "$2" && mkdir -p "$2" && cd "$2" || exit 1
+  "$B" init --dir s --devices 2 --params 200000 --subgroup 65536 > /dev/null || exit 1
+  mkdir full && touch full/mine && touch plainfile || exit 1
+  try() { "$B" step --dir s "$@"; echo "exit status $?"; }
+  try --dump-launches full
+  try --dump-launches plainfile
+  try --dump-launches no/such/parent
+  try --dump-launches d1 --dump-only 2:0
+  try --dump-launches d2 --dump-only 0:2
+  try --dump-launches d3 --dump-only 0-1
+  try --dump-only 0:0
+  [ -f full/mine ] && [ "$(ls full)" = mine ] && [ ! -e d1 ] && [ ! -e d2 ] && [ ! -e d3 ] || exit 1
+  "$B" info --dir s | grep -o "step [0-9]*" | head -1]=]
+  sh $<TARGET_FILE:csdkit> ${csdkit_step_dump_dir}/refusals)
+set_tests_properties(cli_step_dump_refusals PROPERTIES LABELS quick
+  PASS_REGULAR_EXPRESSION "--dump-launches: expected a new or empty directory, found 'full' with files in it\nexit status 2\n.*--dump-launches: expected a new or empty directory, found 'plainfile', which is not a directory\nexit status 2\n.*--dump-launches: expected to create 'no/such/parent', found No such file or directory \\(its parent must exist\\)\nexit status 2\n.*--dump-only: expected a device below 2 \\(the store's\\), found 2:0\nexit status 2\n.*--dump-only: expected a subgroup of device 0 below 2, found 0:2\nexit status 2\n.*--dump-only: expected DEVICE:SUBGROUP \\(whole numbers, e.g. 0:3\\), found '0-1'\nexit status 2\n.*--dump-only requires --dump-launches.*exit status [12][0-9]*\n.*step 0"
+  FAIL_REGULAR_EXPRESSION "committed step")

@@ -2,9 +2,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -129,8 +131,65 @@ struct StepOpts {
   unsigned threads = 0;
   int64_t overflow_step = -1;
   bool json = false;
+  std::string dump_dir;                 // --dump-launches
+  std::vector<std::string> dump_only;   // --dump-only, as given
   DeviceOptions dev{"model", "stress"};
 };
+
+// --dump-only's DEVICE:SUBGROUP pairs, checked against the store.
+std::vector<std::pair<unsigned, uint32_t>> ParseDumpOnly(const std::vector<std::string>& items,
+                                                         const Store& store) {
+  std::vector<std::pair<unsigned, uint32_t>> r;
+  for (const std::string& it : items) {
+    const size_t colon = it.find(':');
+    auto whole = [](const std::string& t, uint64_t* v) {
+      if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) {
+        return false;
+      }
+      *v = std::stoull(t);
+      return true;
+    };
+    uint64_t d = 0, sg = 0;
+    if (colon == std::string::npos || !whole(it.substr(0, colon), &d) ||
+        !whole(it.substr(colon + 1), &sg)) {
+      throw std::invalid_argument("--dump-only: expected DEVICE:SUBGROUP (whole numbers, e.g. "
+                                  "0:3), found '" + it + "'");
+    }
+    if (d >= store.config().devices) {
+      throw std::invalid_argument("--dump-only: expected a device below " +
+                                  std::to_string(store.config().devices) + " (the store's), found " +
+                                  it);
+    }
+    const size_t n = store.Subgroups(static_cast<unsigned>(d)).size();
+    if (sg >= n) {
+      throw std::invalid_argument("--dump-only: expected a subgroup of device " +
+                                  std::to_string(d) + " below " + std::to_string(n) + ", found " +
+                                  it);
+    }
+    r.push_back({static_cast<unsigned>(d), static_cast<uint32_t>(sg)});
+  }
+  return r;
+}
+
+// --dump-launches: a new directory, or an empty one (the dump writes only what it creates).
+void PrepareDumpDir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) {
+    if (!std::filesystem::is_empty(dir, ec) || ec) {
+      throw std::invalid_argument("--dump-launches: expected a new or empty directory, found '" +
+                                  dir + "' with files in it");
+    }
+    return;
+  }
+  if (std::filesystem::exists(std::filesystem::symlink_status(dir, ec))) {
+    throw std::invalid_argument("--dump-launches: expected a new or empty directory, found '" +
+                                dir + "', which is not a directory");
+  }
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    throw std::invalid_argument("--dump-launches: expected to create '" + dir + "', found " +
+                                std::strerror(errno) + " (its parent must exist)");
+  }
+}
 
 std::vector<StepReport> DoSteps(Store& store, StoreDevices& sys, const StepOpts& o,
                                 const std::string& label) {
@@ -143,6 +202,14 @@ std::vector<StepReport> DoSteps(Store& store, StoreDevices& sys, const StepOpts&
     so.clip_coef = o.clip;
     so.host_threads = o.threads;
     so.progress = ProgressBar(label + " step " + std::to_string(t));
+    if (!o.dump_dir.empty()) {
+      so.dump_dir = o.dump_dir + "/step-" + std::to_string(t);
+      if (::mkdir(so.dump_dir.c_str(), 0755) != 0) {
+        throw std::runtime_error("--dump-launches: expected to create '" + so.dump_dir +
+                                 "', found " + std::strerror(errno));
+      }
+      so.dump_only = ParseDumpOnly(o.dump_only, store);
+    }
     reps.push_back(sys.scheduler.Step(g, so));
   }
   return reps;
@@ -180,9 +247,19 @@ void AddStep(CLI::App& app) {
   c->add_option("--overflow-at", o->overflow_step,
                 "make the gradient of this step non-finite (to see the step skipped)");
   c->add_flag("--json", o->json, "print JSON");
+  c->add_option("--dump-launches", o->dump_dir,
+                "write every launch's inputs and outputs as golden vectors in DIR/step-<k>/"
+                "device-<d>-subgroup-<s>/ (replay with `csdkit kernel --replay`); DIR is "
+                "created or must be empty");
+  c->add_option("--dump-only", o->dump_only,
+                "dump only these launches: DEVICE:SUBGROUP pairs, comma-separated")
+      ->delimiter(',')
+      ->needs(c->get_option("--dump-launches"));
   o->dev.Add(c);
   c->callback([o] {
     Store store = Store::Open(o->dir);
+    ParseDumpOnly(o->dump_only, store);  // refused before anything runs
+    if (!o->dump_dir.empty()) PrepareDumpDir(o->dump_dir);
     StoreDevices sys(store, o->dev);
     const auto reps = DoSteps(store, sys, *o, o->mode);
     const uint64_t m_bytes = store.config().params * 2;
@@ -191,7 +268,14 @@ void AddStep(CLI::App& app) {
       for (const auto& r : reps) j.push_back(r.ToJson());
       std::cout << JsonText(nlohmann::json{{"store", store.Describe()}, {"steps", j}}) << "\n";
     } else {
-      for (const auto& r : reps) PrintStepLine(r, m_bytes);
+      for (const auto& r : reps) {
+        PrintStepLine(r, m_bytes);
+        if (r.dumped_launches > 0) {
+          std::printf("  %llu launches dumped to %s/step-%lld\n",
+                      static_cast<unsigned long long>(r.dumped_launches), o->dump_dir.c_str(),
+                      static_cast<long long>(r.step));
+        }
+      }
       std::printf("committed step %lld\n", static_cast<long long>(store.step()));
     }
     // Committed but perhaps not durable: a distinct exit status (3), not a failure to retry.

@@ -211,7 +211,7 @@ std::vector<ArrayView> OutputArrays(const Problem& p, const UpdateBuffers& b) {
 uint32_t Crc32(const ArrayView& a) { return Crc32(a.buf->data(), a.bytes()); }
 
 void DumpProblem(const std::string& dir, const Problem& p, const UpdateBuffers& inputs,
-                 const UpdateBuffers& outputs) {
+                 const UpdateBuffers& outputs, const nlohmann::json& source) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     throw std::runtime_error("dump: cannot create directory '" + dir + "': " + std::strerror(errno));
   }
@@ -229,14 +229,18 @@ void DumpProblem(const std::string& dir, const Problem& p, const UpdateBuffers& 
   j["kernel"] = hls::kUpdateKernelName;
   j["n"] = p.spec.n;
   j["nnz"] = p.nnz;
-  j["seed"] = p.spec.seed;
-  j["data"] = ProblemDataName(p.spec.data);
+  if (source.is_null()) {
+    j["seed"] = p.spec.seed;
+    j["data"] = ProblemDataName(p.spec.data);
+  } else {
+    j["source"] = source;
+  }
   j["step"] = p.spec.step;
   j["optimizer"] = OptimizerName(p.spec.hyper.opt);
   j["grad"] = DTypeName(p.spec.grad.grad);
   j["out"] = OutDTypeName(p.spec.grad.out);
   j["sparse"] = p.spec.grad.sparse;
-  j["topk"] = p.spec.topk;
+  if (source.is_null()) j["topk"] = p.spec.topk;
   j["ftz"] = p.spec.grad.ftz;
   j["hyper"] = HyperToJson(p.spec.hyper);
   j["hyper"]["loss_scale"] = p.spec.grad.loss_scale;

@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <cerrno>
+#include <sys/stat.h>
 #include <sstream>
 #include <thread>
 
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
 #include "csdkit/platform/checksum.h"
+#include "csdkit/platform/problem.h"
 #include "csdkit/platform/update_launch.h"
 
 namespace csdkit {
@@ -53,6 +56,7 @@ nlohmann::json StepReport::ToJson() const {
           {"virtual_seconds", virtual_seconds},
           {"subgroups", subgroups},
           {"bytes", bytes.ToJson()},
+          {"dumped_launches", dumped_launches},
           {"warning", warning}};
 }
 
@@ -104,6 +108,105 @@ std::vector<std::pair<uint32_t, uint32_t>> FrozenIn(const GradientSet& g, uint64
 }
 
 }  // namespace
+
+namespace {
+
+// A buffer for a dump: at least one word, so that an empty array still has an address.
+AlignedBuffer DumpBuffer(uint64_t bytes) { return AlignedBuffer(std::max<uint64_t>(bytes, 4)); }
+
+// Reads a device launch's buffers back into host buffers for a dump (not booked on the link
+// model): the inputs before the kernel (state, gradient, sparse index and block table), or the
+// outputs after it (state, low-precision copy, status). Returns the bytes read.
+uint64_t ReadBack(Device& dev, DeviceLaunch& b, const std::vector<std::string>& vars,
+                  bool inputs, uint32_t n, uint32_t nnz, unsigned eb, bool sparse, DType out,
+                  UpdateLaunch<AlignedBuffer>* h) {
+  uint64_t total = 0;
+  auto get = [&](const DeviceBufferPtr& src, AlignedBuffer& dst, uint64_t bytes) {
+    dst = DumpBuffer(bytes);
+    if (bytes > 0) dev.DeviceToHost(*src, 0, dst.data(), bytes, nullptr);
+    total += bytes;
+  };
+  for (const std::string& name : vars) get(StateOf(b, name), StateOf(*h, name), 4ull * n);
+  if (inputs) {
+    if (sparse) {
+      get(b.grad, h->grad, uint64_t{nnz} * eb);
+      get(b.sp_idx, h->sp_idx, 2ull * nnz);
+      get(b.sp_blk, h->sp_blk, (hls::NumBlocks(n) + 1ull) * 4);
+    } else {
+      get(b.grad, h->grad, uint64_t{n} * eb);
+    }
+  } else {
+    if (out != DType::kFp32) get(b.out16, h->out16, 2ull * n);
+    get(b.status, h->status, 4ull * hls::kLanes);
+  }
+  return total;
+}
+
+// The same from the baseline's host buffers (a copy; the launch goes on with its own).
+void CopyBack(const std::vector<std::string>& vars, const std::vector<AlignedBuffer*>& state,
+              bool inputs, uint32_t n, uint32_t nnz, unsigned eb, const void* grad,
+              const void* sp_idx, const void* sp_blk, const UpdateLaunch<AlignedBuffer>& hb,
+              DType out, UpdateLaunch<AlignedBuffer>* h) {
+  auto put = [](AlignedBuffer& dst, const void* src, uint64_t bytes) {
+    dst = DumpBuffer(bytes);
+    if (bytes > 0) std::memcpy(dst.data(), src, bytes);
+  };
+  for (size_t v = 0; v < vars.size(); ++v) put(StateOf(*h, vars[v]), state[v]->data(), 4ull * n);
+  if (inputs) {
+    if (sp_blk != nullptr) {
+      put(h->grad, grad, uint64_t{nnz} * eb);
+      put(h->sp_idx, sp_idx, 2ull * nnz);
+      put(h->sp_blk, sp_blk, (hls::NumBlocks(n) + 1ull) * 4);
+    } else {
+      put(h->grad, grad, uint64_t{n} * eb);
+    }
+  } else {
+    if (out != DType::kFp32) put(h->out16, hb.out16.data(), 2ull * n);
+    put(h->status, hb.status.data(), 4ull * hls::kLanes);
+  }
+}
+
+}  // namespace
+
+bool Scheduler::Dumps(const StepOptions& o, unsigned d, const Subgroup& sg) const {
+  if (o.dump_dir.empty()) return false;
+  if (o.dump_only.empty()) return true;
+  return std::find(o.dump_only.begin(), o.dump_only.end(),
+                   std::pair<unsigned, uint32_t>(d, sg.index)) != o.dump_only.end();
+}
+
+void Scheduler::DumpLaunch(const StepOptions& o, unsigned d, const Subgroup& sg, uint32_t nnz,
+                           const UpdateLaunch<AlignedBuffer>& in,
+                           const UpdateLaunch<AlignedBuffer>& out) {
+  Problem p;
+  p.spec.hyper = step_hyper_[sg.group];
+  p.spec.grad = step_grad_;
+  p.spec.n = sg.n;
+  p.spec.step = step_;
+  p.launch = step_launch_[sg.group];
+  p.nnz = nnz;
+  const std::string dir = o.dump_dir + "/device-" + std::to_string(d) + "-subgroup-" +
+                          std::to_string(sg.index);
+  // A new directory per launch: a dump never writes into one it did not create.
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    const int e = errno;
+    throw std::runtime_error("launch dump: expected to create '" + dir + "', found " +
+                             (e == EEXIST ? std::string("it exists already")
+                                          : std::string(std::strerror(e))));
+  }
+  const nlohmann::json source{
+      {"command", "step"},
+      {"mode", UpdateModeName(o.mode)},
+      {"backend", o.mode == UpdateMode::kSmart ? devices_.device(d).Describe()
+                                               : std::string("host model (baseline)")},
+      {"store", store_.dir()},
+      {"device", d},
+      {"subgroup", sg.index},
+      {"param_group", sg.group},
+      {"first_element", store_.shards()[d].begin + sg.begin}};
+  DumpProblem(dir, p, in, out, source);
+  ++dumped_;
+}
 
 Scheduler::Scheduler(Store& store, DeviceGroup& devices) : store_(store), devices_(devices) {
   if (devices_.size() != store.config().devices) {
@@ -184,6 +287,13 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
           CorruptState(store_, d, v, sg, store_.checksum(d, v, sg.index), crc);
         }
       }
+      // The launch's inputs as the device holds them, for a dump (outside the timed work).
+      const bool dump = Dumps(o, d, sg);
+      UpdateLaunch<AlignedBuffer> dump_in, dump_out;
+      if (dump) {
+        dump_read_bytes_ += ReadBack(dev, bufs.b, store_.vars(), true, sg.n, nnz, eb,
+                                     g.sparse(), c.out, &dump_in);
+      }
       // Compute: one kernel at a time per device (one compute unit).
       uint32_t status[hls::kLanes] = {};
       if (do_compute) {
@@ -195,6 +305,11 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
         bufs.b.SetScalars(sg.n, nnz, k[sg.group]);
         dev.LaunchUpdate(bufs.b, nullptr, &vc);
         compute += Since(t1);
+      }
+      if (dump) {  // a failing launch is dumped too: its status says why
+        dump_read_bytes_ += ReadBack(dev, bufs.b, store_.vars(), false, sg.n, nnz, eb,
+                                     g.sparse(), c.out, &dump_out);
+        DumpLaunch(o, d, sg, nnz, dump_in, dump_out);
       }
       if (do_io) dev.DeviceToHost(*bufs.b.status, 0, status, sizeof status, &vc);
       if (o.phases == StepPhases::kAll && status[hls::kStatusError] != 0) {
@@ -322,7 +437,18 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<si
         saved.emplace_back(p, p + 4ull * (hi - lo));
       }
     }
+    const bool dump = Dumps(o, d, sg);
+    UpdateLaunch<AlignedBuffer> dump_in, dump_out;
+    if (dump) {
+      CopyBack(store_.vars(), var_buf, true, sg.n, nnz, eb, l.grad, l.sp_idx,
+               g.sparse() ? l.sp_blk : nullptr, hb, c.out, &dump_in);
+    }
     const uint32_t err = InvokeUpdate(l);
+    if (dump) {
+      CopyBack(store_.vars(), var_buf, false, sg.n, nnz, eb, nullptr, nullptr, nullptr, hb,
+               c.out, &dump_out);
+      DumpLaunch(o, d, sg, nnz, dump_in, dump_out);
+    }
     for (size_t f = 0, k2 = 0; f < frozen.size(); ++f) {
       for (unsigned v = 0; v < nv; ++v, ++k2) {
         std::memcpy(var_buf[v]->data() + 4ull * frozen[f].first, saved[k2].data(), saved[k2].size());
@@ -414,6 +540,35 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
     }
   }
 
+  if (!o.dump_dir.empty()) {
+    struct stat st{};
+    if (o.phases != StepPhases::kAll) {
+      throw std::invalid_argument("launch dump: expected a whole step (StepPhases::kAll), found "
+                                  "a partial one");
+    }
+    const bool exists = ::stat(o.dump_dir.c_str(), &st) == 0;
+    if (!exists || !S_ISDIR(st.st_mode)) {
+      throw std::invalid_argument("launch dump: expected an existing directory '" + o.dump_dir +
+                                  "', found " + (exists ? "something else" : "nothing"));
+    }
+    for (const auto& [d, sgi] : o.dump_only) {
+      if (d >= devices_.size() || sgi >= store_.Subgroups(d).size()) {
+        throw std::invalid_argument(
+            "launch dump: device " + std::to_string(d) + " subgroup " + std::to_string(sgi) +
+            ": expected a device below " + std::to_string(devices_.size()) +
+            (d < devices_.size() ? " and a subgroup below " +
+                                       std::to_string(store_.Subgroups(d).size())
+                                 : std::string()) +
+            ", found none");
+      }
+    }
+  }
+  step_ = rep.step;
+  step_grad_ = gs;
+  step_hyper_ = used;
+  step_launch_ = k;
+  dumped_ = 0;
+  dump_read_bytes_ = 0;
   if (o.fp32_weights_out && c.out == DType::kFp32 && weights32_.size() == 0) {
     weights32_ = AlignedBuffer(c.params * 4);
   }
@@ -488,6 +643,8 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   if (o.phases == StepPhases::kIoOnly) store_.SyncNextSlot();  // durability is part of the I/O
   rep.seconds = Since(t0);
   rep.bytes = devices_.bytes() - before;
+  rep.bytes[Link::kDeviceToHost] -= dump_read_bytes_;  // the dump's reads are not the step's
+  rep.dumped_launches = dumped_;
   if (devices_.has_link_model()) {
     rep.virtual_seconds = std::max(rep.virtual_seconds, devices_.VirtualHorizon());
   } else {

@@ -5,6 +5,7 @@
 #define CSDKIT_PLATFORM_PROBLEM_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -87,9 +88,11 @@ uint32_t Crc32(const ArrayView& a);
 
 /// Writes golden vectors: `<name>.in.bin` for inputs, `<name>.out.bin` for outputs (raw little
 /// endian, unpadded), and `problem.json` describing sizes, dtypes, CRCs, the mode word and
-/// every scalar as a number and a hex bit pattern. Throws std::runtime_error on I/O failure.
+/// every scalar as a number and a hex bit pattern. A generated problem is described by its seed,
+/// data kind and Top-K ratio; a launch captured elsewhere (`csdkit step --dump-launches`) passes
+/// `source` instead, written as the "source" field. Throws std::runtime_error on I/O failure.
 void DumpProblem(const std::string& dir, const Problem& p, const UpdateBuffers& inputs,
-                 const UpdateBuffers& outputs);
+                 const UpdateBuffers& outputs, const nlohmann::json& source = nullptr);
 
 /// Verifies the FP environment the model's bit-exactness relies on (MXCSR: round to nearest,
 /// FTZ and DAZ off). Throws std::runtime_error describing the bad setting.

@@ -31,6 +31,8 @@
 
 #include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/platform/device.h"
+#include "csdkit/platform/optimizer.h"
+#include "csdkit/platform/update_launch.h"
 #include "csdkit/runtime/gradients.h"
 #include "csdkit/runtime/store.h"
 
@@ -64,6 +66,15 @@ struct StepOptions {
   /// empty: those the last committed step used. The optimizer must be the store's.
   std::vector<OptimizerConfig> group_hyper;
   unsigned host_threads = 0; // baseline compute threads (0: all hardware threads)
+  /// Golden vectors of this step's launches, in the format `csdkit kernel --replay` reads
+  /// (docs/kernel-interface.md): each launch's inputs as the kernel received them and its
+  /// outputs as it wrote them (before tensors without a gradient are restored), in
+  /// `<dump_dir>/device-<d>-subgroup-<s>/`. `dump_dir` must exist; empty: no dump. Only with
+  /// StepPhases::kAll. The smart mode reads the device buffers back for it (not counted in
+  /// StepReport::bytes); the baseline copies its host buffers.
+  std::string dump_dir;
+  /// The (device, subgroup) launches to dump; empty: every launch of the step.
+  std::vector<std::pair<unsigned, uint32_t>> dump_only;
   /// Called after each subgroup with (done, total); may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
 };
@@ -79,6 +90,7 @@ struct StepReport {
   double virtual_seconds = 0;  // link model estimate for SmartSSD hardware (0 if no model)
   uint64_t subgroups = 0;
   LinkBytes bytes;
+  uint64_t dumped_launches = 0;  // golden directories written (StepOptions::dump_dir)
   std::string warning;  // committed, but Store::durability_warning() said why it may not last
   nlohmann::json ToJson() const;
 };
@@ -124,6 +136,10 @@ class Scheduler {
                       Store::Checksums* crcs,
                       StepReport* rep, std::mutex* rep_mu, const StepOptions& o);
   void Progress(const StepOptions& o);
+  bool Dumps(const StepOptions& o, unsigned d, const Subgroup& sg) const;
+  /// Writes one launch's golden directory (inputs `in`, outputs `out`, host buffers).
+  void DumpLaunch(const StepOptions& o, unsigned d, const Subgroup& sg, uint32_t nnz,
+                  const UpdateLaunch<AlignedBuffer>& in, const UpdateLaunch<AlignedBuffer>& out);
 
   Store& store_;
   DeviceGroup& devices_;
@@ -137,6 +153,12 @@ class Scheduler {
   std::atomic<uint64_t> done_{0};
   uint64_t total_ = 0;
   std::mutex progress_mu_;
+  // This step's launch parameters, for DumpLaunch.
+  int64_t step_ = 0;
+  GradSpec step_grad_;
+  std::vector<OptimizerConfig> step_hyper_;
+  std::vector<KernelLaunch> step_launch_;
+  std::atomic<uint64_t> dumped_{0}, dump_read_bytes_{0};
 };
 
 }  // namespace csdkit
