@@ -1,16 +1,13 @@
 // `csdkit bench kernel`: host-model elements/s against the machine's memory-bandwidth bound.
 #include <immintrin.h>
-#include <pthread.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +18,7 @@
 #include "csdkit/hls/sparse.h"
 #include "csdkit/platform/problem.h"
 #include "csdkit/platform/update_launch.h"
+#include "csdkit/platform/worker_pool.h"
 #include "datapath.h"
 
 namespace csdkit::bench {
@@ -29,85 +27,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Threads created once and pinned one per CPU (thread 0 is the caller); Run(f) calls f(i) on
-// worker i for i < count and returns when all have, so a timed region holds no thread creation.
-class PinnedPool {
- public:
-  explicit PinnedPool(unsigned threads) : n_(threads) {
-    Pin(0);
-    for (unsigned t = 1; t < n_; ++t) {
-      ts_.emplace_back([this, t] {
-        Pin(t);
-        uint64_t seen = 0;
-        for (;;) {
-          std::unique_lock<std::mutex> lk(mu_);
-          cv_.wait(lk, [&] { return gen_ != seen; });
-          seen = gen_;
-          if (stop_) return;
-          const unsigned count = count_;
-          const std::function<void(unsigned)>* f = job_;
-          lk.unlock();
-          if (t < count) (*f)(t);
-          lk.lock();
-          if (++done_ == n_ - 1) done_cv_.notify_one();
-        }
-      });
-    }
-  }
-  ~PinnedPool() {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      stop_ = true;
-      ++gen_;
-    }
-    cv_.notify_all();
-    for (auto& t : ts_) t.join();
-  }
-  void Run(unsigned count, const std::function<void(unsigned)>& f) {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      job_ = &f;
-      count_ = count;
-      done_ = 0;
-      ++gen_;
-    }
-    cv_.notify_all();
-    if (count > 0) f(0);
-    std::unique_lock<std::mutex> lk(mu_);
-    done_cv_.wait(lk, [&] { return done_ == n_ - 1; });
-  }
-
- private:
-  static void Pin(unsigned t) {
-    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(t % cpus, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort (cgroups may refuse)
-  }
-
-  unsigned n_;
-  std::vector<std::thread> ts_;
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
-  uint64_t gen_ = 0;
-  unsigned count_ = 0, done_ = 0;
-  bool stop_ = false;
-  const std::function<void(unsigned)>* job_ = nullptr;
-};
-
-PinnedPool& Pool(unsigned threads) {
-  static std::unique_ptr<PinnedPool> pool;
-  static unsigned size = 0;
-  if (threads > size) {
-    pool.reset();
-    pool = std::make_unique<PinnedPool>(threads);
-    size = threads;
-  }
-  return *pool;
+// Worker threads created once per thread count and pinned one per CPU (WorkerPool), so that a
+// timed region holds no thread creation; the caller only waits.
+void Parallel(unsigned threads, const std::function<void(unsigned)>& f) {
+  static std::map<unsigned, std::unique_ptr<WorkerPool>> pools;
+  std::unique_ptr<WorkerPool>& p = pools[threads];
+  if (!p) p = std::make_unique<WorkerPool>(threads, true);
+  p->Run(f);
 }
-
-void Parallel(unsigned threads, const std::function<void(unsigned)>& f) { Pool(threads).Run(threads, f); }
 
 struct Config {
   Optimizer opt;

@@ -24,3 +24,8 @@ target_link_libraries(state_io_test PRIVATE csdkit_runtime csdkit_system)
 target_compile_definitions(state_io_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/state_io_test_stores")
 gtest_discover_tests(state_io_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+
+# The host threads of the baseline and of bench kernel.
+csdkit_test(worker_pool_test)
+target_link_libraries(worker_pool_test PRIVATE csdkit_platform)
+gtest_discover_tests(worker_pool_test PROPERTIES LABELS quick DISCOVERY_TIMEOUT 60)

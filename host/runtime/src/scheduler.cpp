@@ -57,6 +57,8 @@ nlohmann::json StepReport::ToJson() const {
           {"subgroups", subgroups},
           {"bytes", bytes.ToJson()},
           {"dumped_launches", dumped_launches},
+          {"host_threads", host_threads},
+          {"pinned_threads", pinned_threads},
           {"warning", warning}};
 }
 
@@ -624,13 +626,17 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
     std::atomic<size_t> next{0};
     const unsigned nt =
         o.host_threads ? o.host_threads : std::max(1u, std::thread::hardware_concurrency());
-    for (unsigned t = 0; t < nt; ++t) {
-      ts.emplace_back([&, t] {
-        guarded([&] { BaselineWorker(&work, &next, grads, k, &crcs, &rep, &rep_mu, o); });
-      });
+    // The host threads: created at the first baseline step and kept (pinned one per CPU
+    // unless the options say not to) while the thread count and pinning stay the same.
+    if (!host_pool_ || host_pool_->size() != nt || host_pool_->pin() != o.pin_host_threads) {
+      host_pool_.reset();
+      host_pool_ = std::make_unique<WorkerPool>(nt, o.pin_host_threads);
     }
-    for (auto& t : ts) t.join();
-    ts.clear();
+    rep.host_threads = nt;
+    rep.pinned_threads = host_pool_->pinned();
+    host_pool_->Run([&](unsigned) {
+      guarded([&] { BaselineWorker(&work, &next, grads, k, &crcs, &rep, &rep_mu, o); });
+    });
   }
   for (auto& t : ts) t.join();
   if (err) std::rethrow_exception(err);

@@ -33,6 +33,7 @@
 #include "csdkit/platform/device.h"
 #include "csdkit/platform/optimizer.h"
 #include "csdkit/platform/update_launch.h"
+#include "csdkit/platform/worker_pool.h"
 #include "csdkit/runtime/gradients.h"
 #include "csdkit/runtime/store.h"
 
@@ -66,6 +67,9 @@ struct StepOptions {
   /// empty: those the last committed step used. The optimizer must be the store's.
   std::vector<OptimizerConfig> group_hyper;
   unsigned host_threads = 0; // baseline compute threads (0: all hardware threads)
+  /// Bind the baseline's threads one per CPU of the process's affinity mask (when it has
+  /// enough CPUs). The threads are created at the first baseline step and reused.
+  bool pin_host_threads = true;
   /// Golden vectors of this step's launches, in the format `csdkit kernel --replay` reads
   /// (docs/kernel-interface.md): each launch's inputs as the kernel received them and its
   /// outputs as it wrote them (before tensors without a gradient are restored), in
@@ -91,6 +95,8 @@ struct StepReport {
   uint64_t subgroups = 0;
   LinkBytes bytes;
   uint64_t dumped_launches = 0;  // golden directories written (StepOptions::dump_dir)
+  unsigned host_threads = 0;     // baseline: host threads that ran the update
+  unsigned pinned_threads = 0;   // baseline: of those, bound to a CPU
   std::string warning;  // committed, but Store::durability_warning() said why it may not last
   nlohmann::json ToJson() const;
 };
@@ -159,6 +165,7 @@ class Scheduler {
   std::vector<OptimizerConfig> step_hyper_;
   std::vector<KernelLaunch> step_launch_;
   std::atomic<uint64_t> dumped_{0}, dump_read_bytes_{0};
+  std::unique_ptr<WorkerPool> host_pool_;  // the baseline's host threads, kept between steps
 };
 
 }  // namespace csdkit
