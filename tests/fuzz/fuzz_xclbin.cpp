@@ -2,13 +2,14 @@
 //
 // The input is a whole xclbin file. It goes first through the structural validator
 // (xclbin_internal::ValidateAxlf) in memory; an input the validator accepts is then written to
-// a scratch file and read back by InspectXclbin and CheckXclbin, i.e. through XRT's own parser.
+// a scratch file and read back by CheckXclbin, which runs InspectXclbin (XRT's own parser)
+// and then checks the result against the argument table.
+//
 // The validator exists so that XRT never reads past the bytes of a file: a crash or a sanitizer
 // report in the second half means it let through something XRT dereferences badly.
 //
-// Expected outcomes: XclbinError from any of the three calls. Findings: anything else — a
-// crash, a sanitizer report, std::bad_alloc, an exception of another type, or CheckXclbin
-// accepting a file and returning something other than InspectXclbin's JSON for it.
+// Expected outcomes: XclbinError from either call. Findings: anything else — a
+// crash, a sanitizer report, std::bad_alloc or an exception of another type.
 //
 // XRT's libxrt_coreutil is Debian's build, not instrumented: an out-of-bounds read inside XRT
 // is seen only when it faults, and coverage feedback stops at its entry points.
@@ -96,20 +97,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return 0;  // refused before XRT sees it: the common, expected case
     }
     scratch.Write(bytes);
-    nlohmann::json inspected;
+    // CheckXclbin starts with InspectXclbin (the file read, the validator again, then XRT's
+    // parser through every accessor the kit uses) and then compares the result with the
+    // argument table, so this one call covers both. A separate InspectXclbin call as well would
+    // parse the file twice for no new coverage: XRT's XML parsing is most of the cost of an
+    // accepted input, about 20 ms under ASan here (45 ms with both calls).
     try {
-      inspected = csdkit::InspectXclbin(scratch.path());
-      csdkit::fuzz::Accepted(kTarget, "InspectXclbin");
-    } catch (const csdkit::XclbinError& e) {
-      csdkit::fuzz::Refused(kTarget, e);
-    }
-    try {
-      const nlohmann::json checked = csdkit::CheckXclbin(scratch.path());
-      if (checked != inspected) {
-        csdkit::fuzz::Violation(kTarget, "CheckXclbin accepted the file but returned\n" +
-                                             checked.dump() + "\nwhere InspectXclbin returned\n" +
-                                             inspected.dump());
-      }
+      csdkit::CheckXclbin(scratch.path());
       csdkit::fuzz::Accepted(kTarget, "CheckXclbin");
     } catch (const csdkit::XclbinError& e) {
       csdkit::fuzz::Refused(kTarget, e);

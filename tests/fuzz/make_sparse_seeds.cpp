@@ -98,15 +98,19 @@ int main(int argc, char** argv) {
       {4 * kB, DType::kFp16, 0.002}, {2 * kB, DType::kBf16, 0.0001},
   };
   uint64_t seed = 1;
-  std::vector<uint8_t> keep;  // a multi-block stream, broken below
+  std::vector<uint8_t> keep;        // a multi-block stream, broken below
+  std::vector<uint8_t> keep_small;  // one the harness also launches on the kernel (n <= 69632)
+  unsigned launch = 0;              // the optimizer the harness launches the kernel with, in turn
   for (const TopK& c : topk) {
     const std::vector<uint8_t> dense = Dense(c.n, c.t, seed++);
     const SparseGrad s = csdkit::CompressTopK(dense.data(), c.t, c.n, c.ratio);
-    const std::vector<uint8_t> in = ToInput(s);
+    const auto opt = static_cast<csdkit::Optimizer>(launch++ % csdkit::hls::kNumOptimizers);
+    const std::vector<uint8_t> in = ToInput(s, opt);
     Write("topk_" + std::string(Name(c.t)) + "_n" + std::to_string(c.n) + "_nnz" +
-              std::to_string(s.nnz),
+              std::to_string(s.nnz) + "_" + csdkit::OptimizerName(opt),
           in);
     if (c.n == 3 * kB + 4711) keep = in;
+    if (c.n == kB + 1) keep_small = in;
   }
 
   // Hand-picked indices at the edges of every block, and the empty stream.
@@ -115,14 +119,16 @@ int main(int argc, char** argv) {
     const std::vector<uint32_t> idx = {0, 1, kB - 1, kB, 2 * kB - 1, 2 * kB, 3 * kB, n - 1};
     std::vector<uint32_t> vals(idx.size());
     for (size_t i = 0; i < vals.size(); ++i) vals[i] = 0x3f800000u + static_cast<uint32_t>(i);
-    Write("edges_fp32_n" + std::to_string(n),
+    Write("edges_fp32_n" + std::to_string(n) + "_sgd",
           ToInput(csdkit::EncodeSparse(n, DType::kFp32, idx.data(), vals.data(),
-                                       static_cast<uint32_t>(idx.size()))));
+                                       static_cast<uint32_t>(idx.size())),
+                  csdkit::Optimizer::kSgd));
     // A block with no entries between two that have some.
     const std::vector<uint32_t> gap = {5, 2 * kB + 7};
     const uint16_t hv[2] = {0x3c00u, 0xbc00u};
-    Write("gap_fp16_n" + std::to_string(n),
-          ToInput(csdkit::EncodeSparse(n, DType::kFp16, gap.data(), hv, 2)));
+    Write("gap_fp16_n" + std::to_string(n) + "_lion",
+          ToInput(csdkit::EncodeSparse(n, DType::kFp16, gap.data(), hv, 2),
+                  csdkit::Optimizer::kLion));
     Write("empty_n0", ToInput(csdkit::EncodeSparse(0, DType::kFp32, nullptr, nullptr, 0)));
     Write("zero_nnz_bf16_n" + std::to_string(kB + 3),
           ToInput(csdkit::EncodeSparse(kB + 3, DType::kBf16, nullptr, nullptr, 0)));
@@ -170,6 +176,15 @@ int main(int argc, char** argv) {
       u16(v, idx0 + 2 * size_t{last_start}, 4711);
     }
     Write("bad_out_of_range", v);
+  }
+  // A repeated offset in a stream short enough for the harness's kernel launches: the kernel
+  // must refuse it and write nothing but its status word.
+  {
+    std::vector<uint8_t> v = keep_small;
+    const size_t idx0 =
+        csdkit::fuzz::kHeaderBytes + (size_t{csdkit::hls::NumBlocks(kB + 1)} + 1) * 4;
+    std::memcpy(&v[idx0 + 2], &v[idx0], 2);
+    Write("bad_duplicate_n" + std::to_string(kB + 1) + "_lion", v);
   }
   // A value buffer half as long as nnz needs. Buffers are whole 4 KiB pages, so the shortage
   // shows only past one page: 1311 fp32 values need 5244 bytes and get 4096.

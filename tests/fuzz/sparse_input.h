@@ -4,6 +4,8 @@
 //   byte 0       bits [1:0] gradient dtype (0 fp32, 1 fp16, 2 bf16, 3 read as fp32)
 //                bits [4:2] short buffer: 0 none, 1 blk, 2 idx, 3 val, else none — that buffer
 //                           gets half the bytes the stream needs (the buffer-size check)
+//                bits [7:5] optimizer of the kernel launches, modulo 5 (mode.h order: adamw,
+//                           adam, sgd, adagrad, lion)
 //   bytes 1..3   n, 24-bit little-endian, taken modulo kMaxN + 1
 //   bytes 4..6   nnz, 24-bit little-endian, taken modulo min(n, kMaxNnz) + 2 (so nnz = n + 1
 //                still occurs for n <= kMaxNnz)
@@ -60,12 +62,20 @@ class ByteReader {
   size_t pos_ = 0;
 };
 
-/// The SparseGrad an input describes (the buffers are always at least one page: AlignedBuffer).
-inline SparseGrad FromInput(const uint8_t* data, size_t size) {
+/// What an input describes: a stream (its buffers are always at least one page: AlignedBuffer)
+/// and the optimizer the harness launches the kernel with.
+struct SparseInput {
+  SparseGrad s;
+  Optimizer opt = Optimizer::kAdamW;
+};
+
+inline SparseInput FromInput(const uint8_t* data, size_t size) {
   ByteReader in(data, size);
   uint8_t head = 0;
   in.Read(&head, 1, 1);
-  SparseGrad s;
+  SparseInput r;
+  r.opt = static_cast<Optimizer>((head >> 5) % hls::kNumOptimizers);
+  SparseGrad& s = r.s;
   const unsigned t = head & 3u;
   s.dtype = t == 1 ? DType::kFp16 : t == 2 ? DType::kBf16 : DType::kFp32;
   const unsigned shorten = (head >> 2) & 7u;
@@ -81,15 +91,15 @@ inline SparseGrad FromInput(const uint8_t* data, size_t size) {
   in.Read(s.blk.data(), blk_bytes, s.blk.size());
   in.Read(s.idx.data(), idx_bytes, s.idx.size());
   in.Read(s.val.data(), val_bytes, s.val.size());
-  return s;
+  return r;
 }
 
-/// The input that FromInput reads back as `s` (full-size buffers). `s.n` must be <= kMaxN and
-/// `s.nnz` <= kMaxNnz.
-inline std::vector<uint8_t> ToInput(const SparseGrad& s) {
+/// The input that FromInput reads back as `s` (full-size buffers) and `opt`. `s.n` must be
+/// <= kMaxN and `s.nnz` <= kMaxNnz.
+inline std::vector<uint8_t> ToInput(const SparseGrad& s, Optimizer opt = Optimizer::kAdamW) {
   std::vector<uint8_t> out;
   const unsigned t = s.dtype == DType::kFp16 ? 1u : s.dtype == DType::kBf16 ? 2u : 0u;
-  out.push_back(static_cast<uint8_t>(t));
+  out.push_back(static_cast<uint8_t>(t | static_cast<unsigned>(opt) << 5));
   for (uint32_t v : {s.n, s.nnz}) {
     for (int i = 0; i < 3; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
   }
