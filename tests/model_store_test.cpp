@@ -456,6 +456,25 @@ TEST(ModelStore, TopKStreamsFromTheTrainer) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("device 1 subgroup 0"), std::string::npos) << e.what();
   }
+  // Frozen ranges (tensors without a gradient) must be non-empty, ascending, disjoint and
+  // within the model.
+  const uint64_t params = b.config().params;
+  for (const auto& frozen : std::vector<std::vector<std::pair<uint64_t, uint64_t>>>{
+           {{10, 10}}, {{0, params + 1}}, {{0, 10}, {5, 20}}, {{30, 40}, {0, 10}}}) {
+    std::vector<std::vector<SparseGrad>> copy(2);
+    for (unsigned d = 0; d < 2; ++d)
+      for (const SparseGrad& x : streams[d]) {
+        copy[d].push_back(SparseGrad{x.n, x.nnz, x.dtype, x.blk.Clone(), x.idx.Clone(),
+                                     x.val.Clone()});
+      }
+    try {
+      GradientSet::FromStreams(b, std::move(copy), frozen);
+      ADD_FAILURE() << "accepted frozen range [" << frozen.back().first << ", "
+                    << frozen.back().second << ")";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("frozen range"), std::string::npos) << e.what();
+    }
+  }
   const GradientSet kb = GradientSet::FromStreams(b, std::move(streams));
   DeviceSpec spec;
   spec.count = 2;

@@ -4,6 +4,7 @@
 // and written in place (tensor_arg.h). Long calls run with the GIL released. C++ exceptions
 // keep their message: StoreError -> csdkit.StoreError (a RuntimeError), std::invalid_argument
 // -> ValueError, anything else -> RuntimeError (pybind11's translation).
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "csdkit/platform/aligned_buffer.h"
+#include "csdkit/platform/sparse_codec.h"
 #include "csdkit/runtime/layout.h"
 #include "csdkit/runtime/store.h"
 #include "session.h"
@@ -131,6 +133,56 @@ std::string TensorName(const Store& s, size_t t) {
   return "'" + s.layout()->tensors().at(t).name + "'";
 }
 
+// The bytes of an integer array handed over from Python (a stream's block table or offsets):
+// a torch tensor of dtype `torch_dtype` (torch 1.x has no unsigned 16/32-bit types: the bits
+// are taken as the unsigned values) or a numpy array of integers of `bytes` bytes, CPU,
+// contiguous. Copied into a buffer the devices can read; `count` elements when given.
+AlignedBuffer ReadInts(py::handle obj, const std::string& what, unsigned bytes,
+                       const char* torch_dtype, std::optional<uint64_t> count,
+                       uint64_t* found_count) {
+  auto refuse = [&](const std::string& expected, const std::string& found) {
+    throw std::invalid_argument(what + ": expected " + expected + ", found " + found);
+  };
+  const std::string np_kinds = bytes == 4 ? "uint32/int32" : "uint16/int16";
+  const void* data = nullptr;
+  uint64_t n = 0;
+  const std::string mod = py::str(py::type::handle_of(obj).attr("__module__")).cast<std::string>();
+  if (obj.is_none()) {
+    refuse("an integer tensor", "None");
+  } else if ((mod == "torch" || mod.rfind("torch.", 0) == 0) && py::hasattr(obj, "data_ptr")) {
+    const std::string dt = py::str(obj.attr("dtype")).cast<std::string>();
+    if (dt != torch_dtype) refuse(std::string("dtype ") + torch_dtype, "dtype " + dt);
+    const std::string dev = py::str(obj.attr("device").attr("type")).cast<std::string>();
+    if (dev != "cpu") refuse("a CPU tensor", "a tensor on " + py::str(obj.attr("device")).cast<std::string>());
+    if (py::str(obj.attr("layout")).cast<std::string>() != "torch.strided" ||
+        !obj.attr("is_contiguous")().cast<bool>()) {
+      refuse("a dense contiguous tensor", "strides " + py::str(obj.attr("stride")()).cast<std::string>());
+    }
+    n = obj.attr("numel")().cast<uint64_t>();
+    data = reinterpret_cast<const void*>(obj.attr("data_ptr")().cast<uintptr_t>());
+  } else if (py::isinstance<py::array>(obj)) {
+    py::array a = py::reinterpret_borrow<py::array>(obj);
+    const py::dtype adt = a.dtype();
+    if (!((adt.kind() == 'u' || adt.kind() == 'i') && adt.itemsize() == static_cast<py::ssize_t>(bytes))) {
+      refuse("dtype " + np_kinds, "dtype " + py::str(static_cast<py::handle>(adt)).cast<std::string>());
+    }
+    if (!(a.flags() & py::array::c_style)) refuse("a C-contiguous array", "another layout");
+    n = static_cast<uint64_t>(a.size());
+    data = a.data();
+  } else {
+    refuse("a torch.Tensor or numpy.ndarray",
+           "an object of type " +
+               py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>());
+  }
+  if (count && n != *count) {
+    refuse(std::to_string(*count) + " elements", std::to_string(n));
+  }
+  *found_count = n;
+  AlignedBuffer b(n * bytes);
+  if (n > 0) std::memcpy(b.data(), data, n * bytes);
+  return b;
+}
+
 // The Python object: a Session plus nothing else (the store knows its layout).
 class PySession {
  public:
@@ -202,6 +254,48 @@ class PySession {
     return PySession(Session::Open(dir, l, spec));
   }
 
+  StepOptions Options(const std::optional<std::vector<py::dict>>& group_hyper,
+                      std::optional<double> loss_scale, bool found_inf, double clip_coef,
+                      const std::string& mode) const {
+    StepOptions o;
+    o.mode = ParseUpdateMode(mode);
+    o.loss_scale = loss_scale;
+    o.found_inf = found_inf;
+    o.clip_coef = clip_coef;
+    if (!(clip_coef > 0 && clip_coef <= 1)) {
+      throw std::invalid_argument("clip_coef: expected a value in (0, 1], found " +
+                                  std::to_string(clip_coef));
+    }
+    if (loss_scale && !(*loss_scale > 0)) {
+      throw std::invalid_argument("loss_scale: expected a positive value, found " +
+                                  std::to_string(*loss_scale));
+    }
+    if (group_hyper) o.group_hyper = GroupHyperFromPy(s_->store(), *group_hyper);
+    return o;
+  }
+
+  // The destinations of the weights out (the caller sets o.fp32_weights_out for a store
+  // without a low-precision copy).
+  std::vector<void*> WeightsOut(const py::list& weights_out) const {
+    const Store& st = s_->store();
+    const ParamLayout& l = *st.layout();
+    const size_t nt = l.tensors().size();
+    if (weights_out.size() != nt) {
+      throw std::invalid_argument("weights_out: expected one tensor per layout entry (" +
+                                  std::to_string(nt) + "), found " +
+                                  std::to_string(weights_out.size()));
+    }
+    const DType od = st.config().out;  // kFp32 = no copy: the fp32 weights come back
+    std::vector<void*> out;
+    for (size_t t = 0; t < nt; ++t) {
+      out.push_back(ReadTensor(weights_out[t],
+                               "weights_out[" + std::to_string(t) + "] (" + TensorName(st, t) + ")",
+                               od, l.tensors()[t].numel, true)
+                        .data);
+    }
+    return out;
+  }
+
   py::dict Step(const py::list& grads, std::optional<std::vector<py::dict>> group_hyper,
                 std::optional<double> loss_scale, bool found_inf, double clip_coef, double max_norm,
                 bool return_norm, std::optional<py::list> weights_out, const std::string& mode) {
@@ -221,36 +315,11 @@ class PySession {
                         st.config().grad, l.tensors()[t].numel, false)
                  .data;
     }
-    StepOptions o;
-    o.mode = ParseUpdateMode(mode);
-    o.loss_scale = loss_scale;
-    o.found_inf = found_inf;
-    o.clip_coef = clip_coef;
-    if (!(clip_coef > 0 && clip_coef <= 1)) {
-      throw std::invalid_argument("clip_coef: expected a value in (0, 1], found " +
-                                  std::to_string(clip_coef));
-    }
-    if (loss_scale && !(*loss_scale > 0)) {
-      throw std::invalid_argument("loss_scale: expected a positive value, found " +
-                                  std::to_string(*loss_scale));
-    }
-    if (group_hyper) o.group_hyper = GroupHyperFromPy(st, *group_hyper);
+    StepOptions o = Options(group_hyper, loss_scale, found_inf, clip_coef, mode);
     std::vector<void*> out;
     if (weights_out) {
-      if (weights_out->size() != nt) {
-        throw std::invalid_argument("weights_out: expected one tensor per layout entry (" +
-                                    std::to_string(nt) + "), found " +
-                                    std::to_string(weights_out->size()));
-      }
+      out = WeightsOut(*weights_out);
       o.fp32_weights_out = st.config().out == DType::kFp32;
-      const DType od = st.config().out;  // kFp32 = no copy: the fp32 weights come back
-      for (size_t t = 0; t < nt; ++t) {
-        out.push_back(
-            ReadTensor((*weights_out)[t],
-                       "weights_out[" + std::to_string(t) + "] (" + TensorName(st, t) + ")", od,
-                       l.tensors()[t].numel, true)
-                .data);
-      }
     }
     double norm = 0;
     StepReport rep;
@@ -261,6 +330,108 @@ class PySession {
     py::dict d = JsonToPy(rep.ToJson());
     if (return_norm) d["grad_norm"] = norm;
     return d;
+  }
+
+  py::dict StepSparse(const py::list& streams, std::optional<std::vector<py::dict>> group_hyper,
+                      std::optional<double> loss_scale, bool found_inf, double clip_coef,
+                      std::optional<py::list> weights_out, const std::string& mode,
+                      std::optional<std::vector<int64_t>> no_grad) {
+    const Store& st = s_->store();
+    // Layout entries without a gradient: their flattened element ranges, in layout order.
+    std::vector<std::pair<uint64_t, uint64_t>> frozen;
+    if (no_grad) {
+      const ParamLayout& l = *st.layout();
+      const int64_t nt = static_cast<int64_t>(l.tensors().size());
+      int64_t prev = -1;
+      for (const int64_t t : *no_grad) {
+        if (t <= prev || t >= nt) {
+          throw std::invalid_argument("no_grad: expected ascending layout entry indices below " +
+                                      std::to_string(nt) + ", found " + std::to_string(t) +
+                                      (prev >= 0 ? " after " + std::to_string(prev) : ""));
+        }
+        prev = t;
+        frozen.push_back({l.offset(static_cast<size_t>(t)),
+                          l.offset(static_cast<size_t>(t)) + l.tensors()[t].numel});
+      }
+    }
+    const std::vector<Subgroup> all = st.AllSubgroups();
+    if (streams.size() != all.size()) {
+      throw std::invalid_argument("streams: expected one (blk, idx, val) per subgroup (" +
+                                  std::to_string(all.size()) +
+                                  ", in the order of `subgroups`), found " +
+                                  std::to_string(streams.size()));
+    }
+    const DType dt = st.config().grad;
+    std::vector<std::vector<SparseGrad>> sg(st.config().devices);
+    for (size_t k = 0; k < all.size(); ++k) {
+      const std::string what = "streams[" + std::to_string(k) + "] (device " +
+                               std::to_string(all[k].device) + " subgroup " +
+                               std::to_string(all[k].index) + ")";
+      const py::handle item = streams[k];
+      if (!py::isinstance<py::tuple>(item) && !py::isinstance<py::list>(item)) {
+        throw std::invalid_argument(what + ": expected a tuple (blk, idx, val), found an object "
+                                    "of type " +
+                                    py::str(py::type::handle_of(item).attr("__name__"))
+                                        .cast<std::string>());
+      }
+      const py::sequence t = py::reinterpret_borrow<py::sequence>(item);
+      if (t.size() != 3) {
+        throw std::invalid_argument(what + ": expected a tuple (blk, idx, val), found " +
+                                    std::to_string(t.size()) + " items");
+      }
+      SparseGrad g;
+      g.n = all[k].n;
+      g.dtype = dt;
+      uint64_t nb = 0, nnz = 0;
+      g.blk = ReadInts(t[0], what + " blk", 4, "torch.int32",
+                       (uint64_t{all[k].n} + 65535) / 65536 + 1  // NumBlocks + 1
+                      , &nb);
+      g.idx = ReadInts(t[1], what + " idx", 2, "torch.int16", std::nullopt, &nnz);
+      if (nnz > all[k].n) {
+        throw std::invalid_argument(what + " idx: expected at most n = " +
+                                    std::to_string(all[k].n) + " entries, found " +
+                                    std::to_string(nnz));
+      }
+      g.nnz = static_cast<uint32_t>(nnz);
+      const TensorArg v = ReadTensor(t[2], what + " val", dt, nnz, false);
+      g.val = AlignedBuffer(nnz * DTypeBytes(dt));
+      if (nnz > 0) std::memcpy(g.val.data(), v.data, nnz * DTypeBytes(dt));
+      sg[all[k].device].push_back(std::move(g));
+    }
+    StepOptions o = Options(group_hyper, loss_scale, found_inf, clip_coef, mode);
+    std::vector<void*> out;
+    if (weights_out) {
+      out = WeightsOut(*weights_out);
+      o.fp32_weights_out = st.config().out == DType::kFp32;
+    }
+    StepReport rep;
+    {
+      py::gil_scoped_release nogil;
+      rep = s_->StepSparse(std::move(sg), std::move(frozen), o, weights_out ? &out : nullptr);
+    }
+    return JsonToPy(rep.ToJson());
+  }
+
+  py::list subgroups() const {
+    const Store& st = s_->store();
+    py::list l;
+    for (const Subgroup& g : st.AllSubgroups()) {
+      py::dict d;
+      d["device"] = g.device;
+      d["index"] = g.index;
+      d["begin"] = st.shards().at(g.device).begin + g.begin;
+      d["n"] = g.n;
+      d["group"] = g.group;
+      l.append(d);
+    }
+    return l;
+  }
+
+  py::list tensor_offsets() const {
+    const ParamLayout& l = *s_->store().layout();
+    py::list o;
+    for (size_t t = 0; t < l.tensors().size(); ++t) o.append(l.offset(t));
+    return o;
   }
 
   void ExportState(const std::string& var, const py::list& dst) {
@@ -422,6 +593,30 @@ return_norm: add 'grad_norm' (L2 norm of the gradients as given) to the report.
 weights_out: one tensor per layout entry to receive the new weights (the store's out dtype, or
   float32 for a store without a low-precision copy); tensors without a gradient are not written.
 mode: 'smart' (SmartUpdate) or 'baseline'.)")
+      .def("step_sparse", &PySession::StepSparse, py::arg("streams"), py::kw_only(),
+           py::arg("group_hyper") = py::none(), py::arg("loss_scale") = py::none(),
+           py::arg("found_inf") = false, py::arg("clip_coef") = 1.0,
+           py::arg("weights_out") = py::none(), py::arg("mode") = "smart",
+           py::arg("no_grad") = py::none(),
+           R"(One optimizer step with Top-K gradients; returns the step report as a dict.
+
+streams: one (blk, idx, val) per subgroup, in the order of `subgroups` (device 0's first), in
+  the kit's block format (docs/sparse-format.md): blk the block table (NumBlocks(n) + 1 entries,
+  torch.int32 or numpy uint32/int32), idx the 16-bit in-block offsets (torch.int16 or numpy
+  uint16/int16; the bits are the unsigned offset), val the kept values in the store's grad dtype.
+  Copied, then validated with the kernel's checks (GradientSet::FromStreams) before anything
+  moves: a bad stream raises ValueError naming its device and subgroup.
+no_grad: ascending indices of the layout entries without a gradient this step (PyTorch's
+  `grad is None`): their weights and state stay unchanged, whatever their streams hold.
+The other arguments as for step(); no max_norm (the kit sees only the kept entries: fold your
+  clip coefficient into clip_coef).)")
+      .def_property_readonly("subgroups", &PySession::subgroups,
+                             "the store's subgroups, device 0's first (the order of step_sparse's "
+                             "streams): dicts with device, index, begin (first flattened "
+                             "element), n (elements) and group")
+      .def_property_readonly("tensor_offsets", &PySession::tensor_offsets,
+                             "each layout entry's first element in the flattened model (param "
+                             "groups start at 65536-element block boundaries)")
       .def("export_state", &PySession::ExportState, py::arg("var"), py::arg("dst"),
            R"(Reads state variable `var` ('theta', 'm' or 'v'; see `vars`) of the committed step
 into `dst`: one writable float32 tensor per layout entry (None: skipped). Every subgroup's CRC is

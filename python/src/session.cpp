@@ -75,6 +75,15 @@ StepReport Session::Step(const std::vector<const void*>& grads, const StepOption
   return rep;
 }
 
+StepReport Session::StepSparse(std::vector<std::vector<SparseGrad>> streams,
+                               std::vector<std::pair<uint64_t, uint64_t>> frozen,
+                               const StepOptions& o, const std::vector<void*>* weights_out) {
+  const GradientSet g = GradientSet::FromStreams(*store_, std::move(streams), std::move(frozen));
+  const StepReport rep = scheduler_->Step(g, o);
+  if (!rep.skipped && weights_out != nullptr) scheduler_->CopyWeightsOut(*weights_out);
+  return rep;
+}
+
 void Session::Export(const std::string& var, const std::vector<float*>& dst) const {
   ExportState(*store_, var, dst);
 }

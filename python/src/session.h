@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "csdkit/platform/aligned_buffer.h"
+#include "csdkit/platform/sparse_codec.h"
 #include "csdkit/runtime/layout.h"
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/state_io.h"
@@ -48,6 +49,16 @@ class Session {
   /// clip_coef = min(1, max_norm / (norm / loss_scale + 1e-6)) replaces o.clip_coef.
   StepReport Step(const std::vector<const void*>& grads, const StepOptions& o, double max_norm,
                   double* l2norm, const std::vector<void*>* weights_out);
+  /// One optimizer step with Top-K gradients: `streams[d][j]` is subgroup j of device d
+  /// (Store::Subgroups(d) order) in the kit's block format, values in the store's grad dtype.
+  /// GradientSet::FromStreams validates every stream with the kernel's checks before anything
+  /// moves (std::invalid_argument naming the device and the subgroup); the step and the weights
+  /// out are then as in Step. No clipping by norm here: the kit sees only the kept entries (the
+  /// caller folds its own clip coefficient into o.clip_coef).
+  /// `frozen`: element ranges of tensors without a gradient (GradientSet::FromStreams).
+  StepReport StepSparse(std::vector<std::vector<SparseGrad>> streams,
+                        std::vector<std::pair<uint64_t, uint64_t>> frozen, const StepOptions& o,
+                        const std::vector<void*>* weights_out);
   /// Reads state variable `var` of the committed step into per-tensor fp32 arrays (ExportState).
   void Export(const std::string& var, const std::vector<float*>& dst) const;
   /// Replaces the state and commits it at in.step (ImportState); the last step's weights are

@@ -172,8 +172,21 @@ GradientSet GradientSet::FromFlat(const Store& store, const void* flat, double* 
 }
 
 GradientSet GradientSet::FromStreams(const Store& store,
-                                     std::vector<std::vector<SparseGrad>> streams) {
+                                     std::vector<std::vector<SparseGrad>> streams,
+                                     std::vector<std::pair<uint64_t, uint64_t>> frozen) {
   const StoreConfig& c = store.config();
+  uint64_t prev_end = 0;
+  for (size_t i = 0; i < frozen.size(); ++i) {
+    const auto [b, e] = frozen[i];
+    if (b >= e || e > c.params || (i > 0 && b < prev_end)) {
+      throw std::invalid_argument(
+          "sparse gradients: frozen range " + std::to_string(i) + ": expected [begin, end) with "
+          "begin < end <= " + std::to_string(c.params) + " (the store's elements), after the "
+          "previous range (ending at " + std::to_string(prev_end) + "), found [" +
+          std::to_string(b) + ", " + std::to_string(e) + ")");
+    }
+    prev_end = e;
+  }
   if (streams.size() != c.devices) {
     throw std::invalid_argument("sparse gradients: expected streams for " +
                                 std::to_string(c.devices) + " devices, found " +
@@ -209,6 +222,7 @@ GradientSet GradientSet::FromStreams(const Store& store,
   g.params_ = c.params;
   g.sparse_ = true;
   g.streams_ = std::move(streams);
+  g.frozen_ = std::move(frozen);
   return g;
 }
 

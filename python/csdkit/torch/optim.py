@@ -22,6 +22,7 @@ float16/bfloat16 (gradients of that dtype; the kit keeps fp32 master weights and
 correctly rounded copy). Deviations from torch.optim are listed in docs/trainer.md.
 """
 
+import math
 import os
 import warnings
 
@@ -30,13 +31,15 @@ from torch.optim.optimizer import required
 
 import csdkit
 
+from .compress import TopK
+
 __all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion"]
 
 _KIT_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
 # The kit's own constructor arguments, shared by every optimizer, and their defaults.
 _KIT_ARGS = dict(store=None, devices=1, backend="model", device_mem=4 << 30, link_model=True,
-                 mode="smart", max_grad_norm=None)
+                 mode="smart", max_grad_norm=None, compress=None)
 
 
 class _StoreOptimizer(torch.optim.Optimizer):
@@ -80,7 +83,13 @@ class _StoreOptimizer(torch.optim.Optimizer):
                                               and 0 < max_grad_norm < float("inf")):
             raise ValueError("Invalid max_grad_norm value: {!r} (expected None or a finite "
                              "number > 0)".format(max_grad_norm))
+        compress = kit["compress"]
+        if compress is not None and not isinstance(compress, TopK):
+            raise ValueError("Invalid compress: expected None or csdkit.torch.TopK(ratio), found "
+                             "{!r}".format(compress))
         super().__init__(params, defaults)
+        self._compress = compress
+        self._flat_acc = None    # with compress: the flattened accumulated gradient (reused)
         self._store_dir = os.fspath(store)
         self._devices = devices
         self._backend = backend
@@ -283,26 +292,12 @@ class _StoreOptimizer(torch.optim.Optimizer):
                                 for t in scaler_state["found_inf_per_device"].values())
             else:
                 loss_scale = float(grad_scaler._get_scale_async())
-        grads = []
-        for (name, _, _), p, stage in zip(self._layout, self._params, self._staging):
-            g = p.grad
-            if g is not None:
-                if g.is_sparse:
-                    raise RuntimeError("{} does not support sparse gradients ({})"
-                                       .format(type(self).__name__, name))
-                if g.shape != p.shape:
-                    raise ValueError("grad of {}: expected shape {}, found {}"
-                                     .format(name, tuple(p.shape), tuple(g.shape)))
-                if g.device != p.device:
-                    raise ValueError("grad of {}: expected device {} (the parameter's), found {}"
-                                     .format(name, p.device, g.device))
-                if stage is not None:
-                    if g.dtype != p.dtype:
-                        raise ValueError("grad of {}: expected dtype {} (the parameter's), "
-                                         "found {}".format(name, p.dtype, g.dtype))
-                    stage[0].copy_(g.reshape(-1), non_blocking=True)
-                    g = stage[0]
-            grads.append(g)
+        if self._compress is not None:
+            rep = self._step_compressed(self._checked_grads(staged=False), loss_scale, found_inf)
+            if rep is not None:
+                self._finish_step(rep, grad_scaler, scaler_state)
+            return loss
+        grads = self._checked_grads(staged=True)
         if all(g is None for g in grads):
             return loss  # as torch.optim: nothing to update, no step counted
         if any(s is not None for s in self._staging):
@@ -317,6 +312,11 @@ class _StoreOptimizer(torch.optim.Optimizer):
             for p, s, g in zip(self._params, self._staging, grads):
                 if s is not None and g is not None:
                     p.copy_(s[1].reshape(p.shape), non_blocking=True)
+        self._finish_step(rep, grad_scaler, scaler_state)
+        return loss
+
+    def _finish_step(self, rep, grad_scaler, scaler_state):
+        """Tells the GradScaler whether the step was skipped; keeps the report."""
         if scaler_state is not None:
             dev = grad_scaler._scale.device
             scaler_state["found_inf_per_device"] = {
@@ -325,9 +325,123 @@ class _StoreOptimizer(torch.optim.Optimizer):
         if rep.get("warning"):
             # Committed, but the store may not keep it through a power loss: not an error (the
             # step is done; retrying would step twice).
-            warnings.warn(rep["warning"], RuntimeWarning, stacklevel=2)
+            warnings.warn(rep["warning"], RuntimeWarning, stacklevel=3)
         self.last_report = rep
-        return loss
+
+    def _checked_grads(self, staged):
+        """Each parameter's .grad (None allowed), checked; with `staged`, CUDA gradients are
+        copied into their pinned host buffers (not yet synchronized) and those are returned."""
+        grads = []
+        for (name, _, _), p, stage in zip(self._layout, self._params, self._staging):
+            g = p.grad
+            if g is not None:
+                if g.is_sparse:
+                    raise RuntimeError("{} does not support sparse gradients ({})"
+                                       .format(type(self).__name__, name))
+                if g.shape != p.shape:
+                    raise ValueError("grad of {}: expected shape {}, found {}"
+                                     .format(name, tuple(p.shape), tuple(g.shape)))
+                if g.device != p.device:
+                    raise ValueError("grad of {}: expected device {} (the parameter's), found {}"
+                                     .format(name, p.device, g.device))
+                if (stage is not None or not staged) and g.dtype != p.dtype:
+                    # (CPU gradients of the dense path: the binding checks them.)
+                    raise ValueError("grad of {}: expected dtype {} (the parameter's), "
+                                     "found {}".format(name, p.dtype, g.dtype))
+                if staged and stage is not None:
+                    stage[0].copy_(g.reshape(-1), non_blocking=True)
+                    g = stage[0]
+            grads.append(g)
+        return grads
+
+    # -- compression ------------------------------------------------------------------------
+
+    def _step_compressed(self, grads, loss_scale, found_inf):
+        """The step with compress=TopK: accumulate (gradient + residual), compress every
+        (device, subgroup) slice where the gradient lives, step the kit with the streams, and
+        keep the new residual only when the step was not skipped. Returns the report, or None
+        when no parameter has a gradient (no step, as torch.optim)."""
+        comp = self._compress
+        if all(g is None for g in grads):
+            return None
+        # Parameters without a gradient (None) are left alone, as by torch.optim: nothing of
+        # them is sent, the kit keeps their weights and state, their residual stays.
+        no_grad = [i for i, g in enumerate(grads) if g is None]
+        devices = {g.device for g in grads if g is not None}
+        if len(devices) != 1:
+            raise ValueError("gradients: expected one device for the whole model with "
+                             "compress= (the flattened gradient is built there), found {}"
+                             .format(sorted(map(str, devices))))
+        dev = devices.pop()
+        sess = self._session
+        gdtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[
+            sess.grad_dtype]
+        scale = 1.0 if loss_scale is None else float(loss_scale)
+        offsets = sess.tensor_offsets
+        subgroups = sess.subgroups
+        total = max(sg["begin"] + sg["n"] for sg in subgroups)
+        if self._flat_acc is None or self._flat_acc.numel() != total \
+                or self._flat_acc.device != dev:
+            self._flat_acc = torch.zeros(total, dtype=torch.float32, device=dev)
+        flat = self._flat_acc  # group padding stays 0: no tensor is ever written there
+        # acc = grad + residual, in binary32 (the residual first rescaled to this step's loss
+        # scale when it changed; exact for GradScaler's power-of-two factors).
+        for p, g, off in zip(self._params, grads, offsets):
+            n = p.numel()
+            dst = flat[off:off + n]
+            if g is None:
+                dst.zero_()
+                continue
+            dst.copy_(g.reshape(-1))
+            if comp.error_feedback:
+                st = self.state[p]
+                res = st.get("topk_residual")
+                if res is not None:
+                    rs = float(st.get("topk_residual_scale", 1.0))
+                    r = res.reshape(-1).to(dev)
+                    if rs != scale:
+                        r = r * (scale / rs)
+                    dst.add_(r)
+        norm = None
+        clip_coef = 1.0
+        if self._max_grad_norm > 0:
+            # The norm of the accumulated gradient (what the compressor sees), before
+            # compression; as given, i.e. times the loss scale, as the dense path reports it.
+            norm = math.sqrt(float(sum(flat[sg["begin"]:sg["begin"] + sg["n"]].double()
+                                       .square().sum() for sg in subgroups)))
+            if math.isfinite(norm):
+                clip_coef = min(1.0, self._max_grad_norm / (norm / scale + 1e-6))
+            # A non-finite norm means a non-finite value, which is kept: the kit skips.
+        streams = []
+        for sg in subgroups:
+            seg = flat[sg["begin"]:sg["begin"] + sg["n"]]
+            blk, idx, val, kept = comp.encode(seg, gdtype)
+            # The residual of this slice, in place: the kept entries lose what was sent.
+            seg.index_put_((kept,), seg[kept] - val.float())
+            streams.append((blk.cpu(), idx.cpu(), val.cpu()))
+        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        out = [p if s is None else s[1] for p, s in zip(self._params, self._staging)]
+        rep = sess.step_sparse(streams, group_hyper=hyper, weights_out=out, mode=self._mode,
+                               loss_scale=loss_scale, found_inf=found_inf, clip_coef=clip_coef,
+                               no_grad=no_grad)
+        if norm is not None:
+            rep["grad_norm"] = norm
+        if not rep["skipped"]:
+            for p, s, g in zip(self._params, self._staging, grads):
+                if s is not None and g is not None:
+                    p.copy_(s[1].reshape(p.shape), non_blocking=True)
+            if comp.error_feedback:
+                for p, g, off in zip(self._params, grads, offsets):
+                    if g is None:
+                        continue
+                    st = self.state[p]
+                    res = st.get("topk_residual")
+                    if res is None or res.device != dev or res.shape != p.shape:
+                        res = torch.empty(p.shape, dtype=torch.float32, device=dev)
+                        st["topk_residual"] = res
+                    res.reshape(-1).copy_(flat[off:off + p.numel()])
+                    st["topk_residual_scale"] = scale
+        return rep
 
     # -- state in PyTorch's format ----------------------------------------------------------
 
@@ -364,6 +478,13 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 st[key] = exported[var][i].reshape(p.shape) if var in exported else None
             if master is not None:
                 st["fp32_master"] = master[i].reshape(p.shape)
+            res = self.state[p].get("topk_residual") if p in self.state else None
+            if res is not None:
+                # compress=TopK error feedback: what was not sent yet, in units of the gradient
+                # as handed over at loss scale topk_residual_scale.
+                st["topk_residual"] = res.detach().to("cpu", copy=True)
+                st["topk_residual_scale"] = torch.tensor(
+                    float(self.state[p].get("topk_residual_scale", 1.0)), dtype=torch.float64)
             state[i] = st
         sd["state"] = state
         return sd
@@ -405,6 +526,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         saved_state = state_dict["state"]
         params, _ = self._describe_model()
         theta, bufs, steps = [], {var: [] for var in self._state_keys}, set()
+        residuals = []  # compress=TopK error feedback per parameter: (residual, scale) or None
         any_buffer = False
         for i, p in enumerate(params):
             st = saved_state.get(index_of[id(p)], {})
@@ -417,6 +539,20 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 t = st.get(key)
                 bufs[var].append(None if t is None else self._flat(t, p, what + "['%s']" % key))
                 any_buffer |= t is not None
+            res = st.get("topk_residual")
+            if res is not None:
+                res = self._flat(res, p, what + "['topk_residual']")
+                if not bool(torch.isfinite(res).all()):
+                    raise ValueError("{}['topk_residual']: expected finite values, found a "
+                                     "non-finite one".format(what))
+                scale = st.get("topk_residual_scale", 1.0)
+                scale = float(scale.item() if torch.is_tensor(scale) else scale)
+                if not (math.isfinite(scale) and scale > 0):
+                    raise ValueError("{}['topk_residual_scale']: expected a finite number > 0, "
+                                     "found {!r}".format(what, scale))
+                residuals.append((res.reshape(p.shape).to(p.device), scale))
+            else:
+                residuals.append(None)
             if "step" in st:
                 s = st["step"]
                 s = float(s.item() if torch.is_tensor(s) else s)
@@ -449,6 +585,12 @@ class _StoreOptimizer(torch.optim.Optimizer):
         except BaseException:
             self.param_groups[:] = old_groups
             raise
+        for p, r in zip(params, residuals):
+            st = self.state[p]
+            st.pop("topk_residual", None)
+            st.pop("topk_residual_scale", None)
+            if r is not None:
+                st["topk_residual"], st["topk_residual_scale"] = r
 
     @staticmethod
     def _flat(t, p, what):
@@ -492,7 +634,10 @@ _KIT_DOC = """
     Kit arguments (keyword only): store (the store directory, required), devices (1), backend
     ('model'), device_mem (4 GiB), link_model (True), mode ('smart'), max_grad_norm (None: no
     clipping; > 0: clip by the global L2 norm as torch.nn.utils.clip_grad_norm_ does, with the
-    norm computed while the gradients are gathered: no second pass).
+    norm computed while the gradients are gathered: no second pass; with compress, the norm of
+    the accumulated gradient before compression), compress (None: dense gradients;
+    csdkit.torch.TopK(ratio): Top-K streams per (device, subgroup) with error feedback, the
+    residual in self.state[p]['topk_residual']; every parameter needs a gradient each step).
 """
 
 

@@ -46,8 +46,12 @@ class GradientSet {
   /// the set. Every stream is validated before any step uses it (sorted, unique, in range, the
   /// right length: the kernel's own checks); throws std::invalid_argument naming the device,
   /// the subgroup and the error.
+  /// `frozen`: flattened element ranges [begin, end) of tensors without a gradient this step
+  /// (sorted, disjoint, within the model): their weights and state stay as they are, whatever
+  /// their streams hold, as with Gather's null gradients.
   static GradientSet FromStreams(const Store& store,
-                                 std::vector<std::vector<SparseGrad>> streams);
+                                 std::vector<std::vector<SparseGrad>> streams,
+                                 std::vector<std::pair<uint64_t, uint64_t>> frozen = {});
   /// Compresses a dense gradient set per (device, subgroup) with the reference Top-K
   /// compressor at `ratio` (a non-finite value is always kept). Tensors without a gradient
   /// stay without one.
