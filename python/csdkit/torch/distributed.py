@@ -1,0 +1,479 @@
+"""Data parallel training with partitioned optimizer state (ZeRO-1/2 style) over torch.distributed.
+
+    import torch.distributed as dist, csdkit.torch.distributed as cdist
+    dist.init_process_group("nccl")          # or "gloo"; torchrun sets rank and world size
+    opt = cdist.AdamW(model.parameters(), lr=3e-4, store="ckpt/optim", devices=2)
+    ...; loss.backward(); opt.step()         # every rank calls step(): it is a collective
+
+The classes here (AdamW, Adam, SGD, Adagrad, Lion) take the arguments of their csdkit.torch
+namesakes plus `process_group=` (default: the default group). Every rank holds the whole model
+(replicated, as with DDP) but only its part of the optimizer: the flattened parameters (all
+parameters of all param groups, in order, back to back, no padding) are cut into `world`
+contiguous slices of chunk = ceil(N / world) elements, rank r owning [r * chunk, min(N, (r + 1) *
+chunk)); a slice may cut tensors. Rank r keeps the fp32 master weights and optimizer state of
+its slice in its own store, `<store>/rank-<r>/` (with its own `devices`), and a record of the
+partition in `<store>/rank-<r>.json`.
+
+Each step (a collective; all ranks call it):
+  1. the gradients are copied into one flat buffer (zeros for a gradient that is None and for
+     the padding) on the gradients' device and summed over the ranks: reduce-scatter where the
+     backend has it (NCCL), else all-reduce and each rank keeps its slice (gloo in torch 1.13);
+     gloo cannot reduce bfloat16, so there the sum is taken in float32 and each owner rounds its
+     slice to bfloat16 once;
+  2. each rank computes the float64 sum of squares of its summed slice and whether a local check
+     found an inf (GradScaler.unscale_); one all-gather of these, plus each rank's "has a
+     gradient" bit per parameter, makes every rank take the same decisions from the same
+     numbers: the step is skipped everywhere if any value anywhere is non-finite; the global
+     norm is sqrt(sum of the ranks' partial sums, added in rank order 0, 1, ...) / world; a
+     parameter without a gradient on every rank is left alone (its weights and state);
+  3. each rank steps its slice in its store, with 1 / world folded into the loss scale (the
+     kernel's unscale factor, no pass over the gradient) and the agreed clip coefficient;
+  4. the updated weights of every slice, in the parameters' dtype (fp32, or the kit's fp16/bf16
+     copy), are all-gathered into a flat buffer and copied into the parameters.
+See docs/trainer.md, "Data parallel (torch.distributed)".
+"""
+
+import hashlib
+import json
+import math
+import os
+
+import torch
+import torch.distributed as dist
+
+import csdkit
+
+from . import optim as _optim
+
+__all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion", "partition"]
+
+_DTYPE_CODE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+_FORMAT = "csdkit-zero-partition-1"
+
+
+def partition(total, world):
+    """The partition rule: [(begin, end)] of each rank's slice of `total` flattened elements
+    over `world` ranks, chunk = ceil(total / world), rank r owning [r * chunk, min(total, (r + 1)
+    * chunk)). Raises ValueError when a rank would own nothing (total < world, or e.g. total 5
+    over 4 ranks)."""
+    chunk = -(-total // world)
+    out = [(min(total, r * chunk), min(total, (r + 1) * chunk)) for r in range(world)]
+    empty = [r for r, (b, e) in enumerate(out) if b >= e]
+    if empty:
+        raise ValueError("partition of {} elements over {} ranks (chunk {}): ranks {} would own "
+                         "no element; use at most {} ranks for this model"
+                         .format(total, world, chunk, empty, -(-total // chunk) if chunk else 0))
+    return out
+
+
+class _ZeroMixin:
+    """The distributed skeleton over a csdkit.torch optimizer (see the module docstring)."""
+
+    def __init__(self, params, *args, process_group=None, **kwargs):
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError("{}: expected an initialized torch.distributed default process "
+                               "group (dist.init_process_group), found none"
+                               .format(type(self).__name__))
+        super().__init__(params, *args, **kwargs)
+        if self._compress is not None:
+            raise NotImplementedError("{}: compress= is not supported with torch.distributed "
+                                      "(Top-K runs in one process)".format(type(self).__name__))
+        self._pg = process_group
+        self._rank = dist.get_rank(process_group)
+        self._world = dist.get_world_size(process_group)
+        self._dist_backend = dist.get_backend(process_group)
+        self._store_root = self._store_dir
+        self._store_dir = os.path.join(self._store_root, "rank-%d" % self._rank)
+        self._record_path = os.path.join(self._store_root, "rank-%d.json" % self._rank)
+
+    # -- the model and its partition -----------------------------------------------------
+
+    def _plan(self, params, layout):
+        """Offsets, partition, this rank's pieces and its local layout."""
+        offsets, at = [], 0
+        for _, n, _ in layout:
+            offsets.append(at)
+            at += n
+        total = at
+        slices = partition(total, self._world)
+        lo, hi = slices[self._rank]
+        pieces, local_layout, groups = [], [], []
+        for t, ((name, n, g), off) in enumerate(zip(layout, offsets)):
+            a, b = max(lo, off), min(hi, off + n)
+            if a >= b:
+                continue
+            if g not in groups:
+                groups.append(g)
+            pieces.append((t, a, b))  # global flattened range [a, b) of tensor t
+            local_layout.append(("{}[{}:{}]".format(name, a - off, b - off), b - a,
+                                 groups.index(g)))
+        return dict(offsets=offsets, total=total, slices=slices, lo=lo, hi=hi,
+                    chunk=-(-total // self._world), pieces=pieces, layout=local_layout,
+                    groups=groups)
+
+    @staticmethod
+    def _fingerprint(params, layout):
+        desc = [str(params[0].dtype)] + [[list(p.shape), g] for p, (_, _, g) in
+                                         zip(params, layout)]
+        h = hashlib.sha256(json.dumps(desc).encode()).digest()
+        return int.from_bytes(h[:7], "little")  # fits an int64
+
+    def _gather_ints(self, values, dev):
+        mine = torch.tensor(values, dtype=torch.int64, device=dev)
+        out = [torch.empty_like(mine) for _ in range(self._world)]
+        dist.all_gather(out, mine, group=self._pg)
+        return [[int(x) for x in o.tolist()] for o in out]
+
+    def _agree(self, error):
+        """Every rank learns every rank's error (a string or None); raises the same error on
+        every rank if any rank has one, so no rank is left waiting in a later collective."""
+        errors = [None] * self._world
+        dist.all_gather_object(errors, error, group=self._pg)
+        bad = [(r, e) for r, e in enumerate(errors) if e]
+        if bad:
+            raise csdkit.StoreError("; ".join("rank {}: {}".format(r, e) for r, e in bad))
+
+    def _check_models_agree(self, params, layout, dev):
+        ngroups = len({g for _, _, g in layout})
+        mine = [self._fingerprint(params, layout), len(layout), sum(n for _, n, _ in layout),
+                _DTYPE_CODE[params[0].dtype], ngroups]
+        rows = self._gather_ints(mine, dev)
+        names = {v: str(k).replace("torch.", "") for k, v in _DTYPE_CODE.items()}
+
+        def text(row):
+            return "{} tensors, {} elements, {}, {} param group(s), fingerprint {:014x}".format(
+                row[1], row[2], names[row[3]], row[4], row[0])
+        bad = [r for r, row in enumerate(rows) if row != rows[0]]
+        if bad:
+            raise ValueError("the ranks' models differ (every rank must build the same model: "
+                             "the same parameters, shapes, dtype and param groups, in order): "
+                             "expected rank 0's ({}), found {}".format(
+                                 text(rows[0]), "; ".join("rank {}: {}".format(r, text(rows[r]))
+                                                          for r in bad)))
+        return rows[0][0]
+
+    def _ensure_session(self, check_weights=True):
+        params, layout = self._describe_model()
+        if self._session is not None:
+            self._check_same_model(params, layout)
+            return False
+        devs = {p.device for p in params}
+        if len(devs) != 1:
+            raise ValueError("parameters: expected one device for the whole model (the flat "
+                             "buffers of the collectives live there), found {}"
+                             .format(sorted(map(str, devs))))
+        dev = devs.pop()
+        fp = self._check_models_agree(params, layout, dev)
+        plan = self._plan(params, layout)
+        record = dict(format=_FORMAT, world_size=self._world, rank=self._rank,
+                      total_elements=plan["total"], begin=plan["lo"], end=plan["hi"],
+                      fingerprint="%014x" % fp, dtype=str(params[0].dtype))
+        # What this rank finds on its disk: 0 = nothing, 1 = its store; or an error.
+        error, found = None, 0
+        has_store = os.path.exists(os.path.join(self._store_dir, "manifest.json"))
+        has_record = os.path.exists(self._record_path)
+        try:
+            if has_record:
+                with open(self._record_path) as f:
+                    old = json.load(f)
+                keys = ("world_size", "rank", "total_elements", "begin", "end", "fingerprint")
+                if old.get("format") != _FORMAT or any(old.get(k) != record[k] for k in keys):
+                    error = ("store '{}' was written for world size {}, rank {}, elements [{}, "
+                             "{}) of {} (model fingerprint {}); expected world size {}, rank {}, "
+                             "elements [{}, {}) of {} (fingerprint {}): a partitioned store "
+                             "resumes only with the world size and model it was written with"
+                             .format(self._store_dir, old.get("world_size"), old.get("rank"),
+                                     old.get("begin"), old.get("end"),
+                                     old.get("total_elements"), old.get("fingerprint"),
+                                     self._world, self._rank, plan["lo"], plan["hi"],
+                                     plan["total"], record["fingerprint"]))
+                elif not has_store:
+                    error = ("partition record '{}' exists but its store '{}' does not"
+                             .format(self._record_path, self._store_dir))
+                else:
+                    found = 1
+            elif has_store:
+                error = ("store '{}' exists without its partition record '{}' (not written by "
+                         "csdkit.torch.distributed, or its creation was interrupted)"
+                         .format(self._store_dir, self._record_path))
+        except (OSError, ValueError) as e:
+            error = "cannot read '{}': {}".format(self._record_path, e)
+        founds = [None] * self._world
+        dist.all_gather_object(founds, (error, found), group=self._pg)
+        bad = [(r, e) for r, (e, _) in enumerate(founds) if e]
+        if not bad and len({f for _, f in founds}) != 1:
+            bad = [(None, "ranks {} have a store under '{}' and ranks {} do not (expected all "
+                    "or none)".format([r for r, (_, f) in enumerate(founds) if f],
+                                      self._store_root,
+                                      [r for r, (_, f) in enumerate(founds) if not f]))]
+        if bad:
+            raise csdkit.StoreError("; ".join(e if r is None else "rank {}: {}".format(r, e)
+                                              for r, e in bad))
+        opened = found == 1
+        # Open or create this rank's store; every rank learns whether all succeeded.
+        session, error = None, None
+        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        try:
+            if opened:
+                session = csdkit.Session.open(self._store_dir, plan["layout"],
+                                              backend=self._backend,
+                                              device_mem=self._device_mem,
+                                              link_model=self._link_model)
+            else:
+                with torch.no_grad():
+                    flat = [p.detach().reshape(-1) for p in params]
+                    weights = [flat[t][a - plan["offsets"][t]:b - plan["offsets"][t]]
+                               .to("cpu").contiguous() for t, a, b in plan["pieces"]]
+                os.makedirs(self._store_root, exist_ok=True)
+                session = csdkit.Session.create(
+                    self._store_dir, plan["layout"], [hyper[g] for g in plan["groups"]],
+                    weights, optimizer=self._optimizer, devices=self._devices,
+                    backend=self._backend, device_mem=self._device_mem,
+                    link_model=self._link_model)
+                tmp = self._record_path + ".tmp"
+                with open(tmp, "w") as f:
+                    json.dump(record, f, indent=1)
+                os.replace(tmp, self._record_path)
+        except (RuntimeError, ValueError, OSError) as e:
+            error = "{}: {}".format(type(e).__name__, e)
+            session = None
+        self._agree(error)
+        self._session, self._params, self._layout = session, params, layout
+        self._shapes = [tuple(p.shape) for p in params]
+        self._staging = [None] * len(params)  # (the base class's per-parameter staging: unused)
+        self._plan_ = plan
+        self._device = dev
+        self._make_buffers()
+        if opened:
+            steps = self._gather_ints([session.step_count], dev)
+            if len({s[0] for s in steps}) != 1:
+                self._session = None
+                raise csdkit.StoreError(
+                    "the ranks' stores under '{}' are at different committed steps ({}): a rank "
+                    "stopped between the others' commits; rolling back to the common step is not "
+                    "implemented".format(self._store_root, ", ".join(
+                        "rank {}: {}".format(r, s[0]) for r, s in enumerate(steps))))
+            if check_weights:
+                try:
+                    self._agree(self._weights_mismatch())
+                except csdkit.StoreError:
+                    self._session = None  # closes the store (and releases its lock)
+                    raise
+        return opened
+
+    def _make_buffers(self):
+        plan, dev, W = self._plan_, self._device, self._world
+        dtype = self._params[0].dtype
+        # gloo cannot reduce bfloat16: reduce in float32 there.
+        self._reduce_dtype = (torch.float32 if dtype == torch.bfloat16
+                              and self._dist_backend != "nccl" else dtype)
+        n = plan["chunk"] * W
+        self._flat_grad = torch.zeros(n, dtype=self._reduce_dtype, device=dev)
+        self._flat_weights = torch.zeros(n, dtype=dtype, device=dev)
+        lo, hi = plan["lo"], plan["hi"]
+        cpu = dev.type == "cpu"
+        gdt = dtype
+        # The session's gradients: views of this rank's reduced slice (CPU and the grad dtype),
+        # else of a host buffer the slice is copied into.
+        if cpu and self._reduce_dtype == gdt:
+            self._grad_host = None
+        else:
+            self._grad_host = torch.empty(hi - lo, dtype=gdt, pin_memory=not cpu)
+        self._weights_host = None if cpu else torch.empty(hi - lo, dtype=dtype, pin_memory=True)
+
+    def _piece_views(self, flat, base):
+        """Views of `flat` (indexed from global element `base`) for this rank's pieces."""
+        return [flat[a - base:b - base] for _, a, b in self._plan_["pieces"]]
+
+    def _weights_mismatch(self):
+        """None, or a message naming the first element where this rank's store's committed
+        weights are not the model's."""
+        plan = self._plan_
+        theta = [torch.empty(b - a, dtype=torch.float32) for _, a, b in plan["pieces"]]
+        self._session.export_state("theta", theta)
+        for (t, a, b), th, (name, _, _) in zip(plan["pieces"], theta, plan["layout"]):
+            p = self._params[t]
+            off = plan["offsets"][t]
+            mine = p.detach().reshape(-1)[a - off:b - off].to("cpu")
+            store = th.to(p.dtype)
+            if not torch.equal(mine, store):
+                i = int((mine != store).nonzero()[0])
+                return ("store '{}' (committed step {}): expected the model's weights, found "
+                        "others: {} element {} is {!r} in the model and {!r} in the store; call "
+                        "resume() on every rank to load the stores' weights into the model"
+                        .format(self._store_dir, self._session.step_count, name, i,
+                                float(mine[i]), float(store[i])))
+        return None
+
+    def resume(self, expected_step=None):
+        """Opens every rank's store (a collective), checks that all are at one committed step
+        (and at `expected_step` when given), loads the committed weights of every slice into
+        every rank's parameters (all-gathered, rounded to the parameters' dtype) and returns
+        the step."""
+        for group in self.param_groups:
+            self._check_group(group)
+        self._ensure_session(check_weights=False)
+        step = self._session.step_count
+        if expected_step is not None and int(expected_step) != step:
+            raise csdkit.StoreError("stores under '{}': expected committed step {} (the "
+                                    "trainer's), found step {}".format(
+                                        self._store_root, int(expected_step), step))
+        plan = self._plan_
+        full = torch.zeros(plan["chunk"] * self._world, dtype=torch.float32)
+        self._session.export_state("theta", self._piece_views(full, 0))
+        full = full.to(self._device)
+        self._all_gather_flat(full)
+        with torch.no_grad():
+            for p, off in zip(self._params, plan["offsets"]):
+                p.copy_(full[off:off + p.numel()].reshape(p.shape))
+        return step
+
+    # -- collectives ----------------------------------------------------------------------
+
+    def _all_gather_flat(self, flat):
+        """Every rank's chunk of `flat` (chunk * world elements) to every rank, in place."""
+        chunk, r = self._plan_["chunk"], self._rank
+        if self._dist_backend == "nccl":
+            dist.all_gather_into_tensor(flat, flat[r * chunk:(r + 1) * chunk], group=self._pg)
+            return
+        t = flat.view(torch.uint8) if flat.dtype == torch.bfloat16 else flat  # gloo: no bf16
+        c = t.numel() // self._world
+        outs = list(t.split(c))
+        dist.all_gather(outs, outs[r].clone(), group=self._pg)
+
+    def _reduce(self):
+        """Sums the flat gradient over the ranks; returns this rank's slice of the sum."""
+        flat, chunk, r = self._flat_grad, self._plan_["chunk"], self._rank
+        mine = flat[r * chunk:(r + 1) * chunk]
+        if self._dist_backend == "nccl":
+            dist.reduce_scatter_tensor(mine, flat, group=self._pg)  # in place: NCCL allows it
+        else:
+            dist.all_reduce(flat, group=self._pg)
+        return mine[:self._plan_["hi"] - self._plan_["lo"]]
+
+    # -- the step -------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def step(self, closure=None, grad_scaler=None):
+        """One data-parallel step (a collective: every rank of the group calls it). Arguments
+        as csdkit.torch's step(). The report (last_report) is this rank's store's, plus
+        'rank', 'world_size', 'clip_coef' and, with max_grad_norm, 'grad_norm' (the global
+        norm of the averaged gradient as given, equal on every rank)."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            self._check_group(group)
+        self._ensure_session()
+        loss_scale, found_inf, scaler_state = None, False, None
+        if grad_scaler is not None:
+            scaler_state = grad_scaler._per_optimizer_states[id(self)]
+            if scaler_state["stage"].name == "UNSCALED":
+                loss_scale = 1.0
+                found_inf = any(float(t.sum()) > 0
+                                for t in scaler_state["found_inf_per_device"].values())
+            else:
+                loss_scale = float(grad_scaler._get_scale_async())
+        plan, W = self._plan_, self._world
+        grads = self._checked_grads(staged=False)
+        # 1. Gradients into the flat buffer, summed over the ranks.
+        flat = self._flat_grad
+        for g, off in zip(grads, plan["offsets"]):
+            if g is not None:
+                flat[off:off + g.numel()].copy_(g.reshape(-1))
+        for g, off, p in zip(grads, plan["offsets"], self._params):
+            if g is None:
+                flat[off:off + p.numel()].zero_()
+        mine = self._reduce()
+        # 2. Agreement: partial sum of squares (float64, in 1 Mi-element chunks in order),
+        # local inf flag, and which parameters have a gradient here.
+        sumsq = torch.zeros((), dtype=torch.float64, device=flat.device)
+        for c in mine.split(1 << 20):
+            sumsq += c.double().square().sum()
+        meta = torch.empty(2 + len(grads), dtype=torch.float64, device=flat.device)
+        meta[0] = sumsq
+        meta[1] = 1.0 if found_inf else 0.0
+        meta[2:] = torch.tensor([0.0 if g is None else 1.0 for g in grads], dtype=torch.float64)
+        metas = [torch.empty_like(meta) for _ in range(W)]
+        dist.all_gather(metas, meta, group=self._pg)
+        metas = [m.tolist() for m in metas]
+        total = 0.0
+        for m in metas:  # rank order: the same float64 additions on every rank
+            total += m[0]
+        has = [any(m[2 + t] for m in metas) for t in range(len(grads))]
+        if not any(has):
+            return loss  # as torch.optim: no gradient anywhere, no step
+        skip = any(m[1] for m in metas) or not math.isfinite(total)
+        scale = 1.0 if loss_scale is None else loss_scale
+        norm = math.sqrt(total) / W if math.isfinite(total) else float("inf")
+        clip = 1.0
+        if self._max_grad_norm > 0 and not skip:
+            clip = min(1.0, self._max_grad_norm / (norm / scale + 1e-6))
+        # 3. This rank's slice through its store.
+        src = mine
+        if self._grad_host is not None:
+            self._grad_host.copy_(mine)
+            src = self._grad_host
+            if self._device.type == "cuda":
+                torch.cuda.synchronize(self._device)
+        lo = plan["lo"]
+        local_grads = [v if has[t] else None
+                       for v, (t, _, _) in zip(self._piece_views(src, lo), plan["pieces"])]
+        dst = (self._flat_weights[lo:plan["hi"]] if self._weights_host is None
+               else self._weights_host)
+        out = self._piece_views(dst, lo)
+        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        rep = self._session.step(local_grads, group_hyper=[hyper[g] for g in plan["groups"]],
+                                 weights_out=out, mode=self._mode, loss_scale=scale * W,
+                                 found_inf=skip, clip_coef=clip)
+        if bool(rep["skipped"]) != skip:
+            # Cannot happen (the kit skips only for a non-finite value, which every rank saw in
+            # the partial sums): refuse rather than let the ranks' stores diverge.
+            raise RuntimeError("rank {}: the store skipped a step the ranks agreed to take "
+                               "({})".format(self._rank, rep.get("skip_reason")))
+        # 4. Every slice's new weights to every rank.
+        if not skip:
+            if self._weights_host is not None:
+                self._flat_weights[lo:plan["hi"]].copy_(self._weights_host)
+            self._all_gather_flat(self._flat_weights)
+            for p, off, h in zip(self._params, plan["offsets"], has):
+                if h:
+                    p.copy_(self._flat_weights[off:off + p.numel()].reshape(p.shape))
+        rep["rank"], rep["world_size"], rep["clip_coef"] = self._rank, W, clip
+        if self._max_grad_norm > 0:
+            rep["grad_norm"] = norm
+        self._finish_step(rep, grad_scaler, scaler_state)
+        return loss
+
+    # -- not distributed ---------------------------------------------------------------------
+
+    def state_dict(self):
+        raise NotImplementedError(
+            "{}.state_dict(): the optimizer state is partitioned over the ranks' stores (each "
+            "rank's store is its checkpoint, committed every step: restart with the same world "
+            "size and call resume()); a gathered state dict is not implemented"
+            .format(type(self).__name__))
+
+    def load_state_dict(self, state_dict):
+        raise NotImplementedError(
+            "{}.load_state_dict(): loading a state dict into partitioned stores is not "
+            "implemented; resume() restarts from the stores".format(type(self).__name__))
+
+
+def _distributed(base):
+    class Cls(_ZeroMixin, base):
+        __doc__ = ("{} with its state partitioned over the ranks of a torch.distributed "
+                   "process group (ZeRO-1/2 style); the arguments of csdkit.torch.{} plus "
+                   "process_group (None: the default group). See csdkit.torch.distributed."
+                   .format(base.__name__, base.__name__))
+
+    Cls.__name__ = Cls.__qualname__ = base.__name__
+    return Cls
+
+
+AdamW = _distributed(_optim.AdamW)
+Adam = _distributed(_optim.Adam)
+SGD = _distributed(_optim.SGD)
+Adagrad = _distributed(_optim.Adagrad)
+Lion = _distributed(_optim.Lion)

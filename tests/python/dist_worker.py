@@ -1,0 +1,76 @@
+"""One rank of a test_distributed.py run (gloo, CPU): trains dist_common's MLP with a
+csdkit.torch.distributed optimizer on the deterministic per-rank gradients and saves, per step,
+the weights and the report (or the error it raised) to --out."""
+
+import argparse
+import datetime
+import os
+import sys
+import traceback
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dist_common  # noqa: E402
+
+import csdkit.torch.distributed as cdist  # noqa: E402
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rank", type=int, required=True)
+    ap.add_argument("--world", type=int, required=True)
+    ap.add_argument("--init", required=True, help="FileStore path (file:// init_method)")
+    ap.add_argument("--store", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--dtype", default="fp32")
+    ap.add_argument("--opt", default="AdamW")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--nan-step", type=int, default=-1)
+    ap.add_argument("--nan-rank", type=int, default=0)
+    ap.add_argument("--max-grad-norm", type=float, default=None)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--first-step", type=int, default=0)
+    ap.add_argument("--none-param", type=int, default=-1, help="a parameter whose grad is None")
+    ap.add_argument("--none-rank", type=int, default=-1, help="... on this rank (-1: all)")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="file://" + a.init, rank=a.rank,
+                            world_size=a.world, timeout=datetime.timedelta(seconds=60))
+    result = dict(weights=[], reports=[], error=None)
+    try:
+        model = dist_common.make_model(DTYPES[a.dtype], hidden=a.hidden)
+        kw = dict(store=a.store, devices=1, max_grad_norm=a.max_grad_norm)
+        if a.opt == "SGD":
+            opt = cdist.SGD(dist_common.param_groups(model), lr=1e-2, momentum=0.9, **kw)
+        else:
+            opt = getattr(cdist, a.opt)(dist_common.param_groups(model), lr=1e-2, **kw)
+        if a.resume:
+            result["resumed_at"] = opt.resume()
+        result["weights"].append([p.detach().clone() for p in model.parameters()])
+        for step in range(a.first_step, a.first_step + a.steps):
+            grads = dist_common.rank_grads(model, step, a.rank)
+            if a.none_param >= 0 and a.none_rank in (-1, a.rank):
+                grads[a.none_param] = None
+            if step == a.nan_step and a.rank == a.nan_rank:
+                grads[1].view(-1)[7] = float("nan")
+            for p, g in zip(model.parameters(), grads):
+                p.grad = g
+            if step >= 1:
+                opt.param_groups[0]["lr"] = 0.5e-2  # as an LR scheduler would
+            opt.step()
+            result["weights"].append([p.detach().clone() for p in model.parameters()])
+            result["reports"].append(dict(opt.last_report))
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        result["error"] = "{}: {}".format(type(e).__name__, e)
+        result["traceback"] = traceback.format_exc()
+    torch.save(result, a.out)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
