@@ -7,6 +7,6 @@ if(TARGET csdkit_py AND EXISTS /usr/bin/python3)
            COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider
                    --basetemp=${CMAKE_CURRENT_BINARY_DIR}/python_tmp
                    ${CMAKE_CURRENT_SOURCE_DIR}/python)
-  set_tests_properties(python_pytest PROPERTIES LABELS quick TIMEOUT 900
+  set_tests_properties(python_pytest PROPERTIES LABELS quick TIMEOUT 1800
                        ENVIRONMENT "PYTHONPATH=${CSDKIT_PYTHON_DIR}")
 endif()

@@ -29,3 +29,10 @@ gtest_discover_tests(state_io_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY
 csdkit_test(worker_pool_test)
 target_link_libraries(worker_pool_test PRIVATE csdkit_platform)
 gtest_discover_tests(worker_pool_test PROPERTIES LABELS quick DISCOVERY_TIMEOUT 60)
+
+# Store::RollBack: a store one commit ahead of its peers returns to their step.
+csdkit_test(store_rollback_test)
+target_link_libraries(store_rollback_test PRIVATE csdkit_runtime csdkit_system)
+target_compile_definitions(store_rollback_test PRIVATE
+  CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/store_rollback_test_stores")
+gtest_discover_tests(store_rollback_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)

@@ -531,6 +531,14 @@ class PySession {
     return l;
   }
   py::object describe() const { return JsonToPy(s_->store().Describe()); }
+  py::object previous_step() const {
+    if (!s_->store().can_roll_back()) return py::none();
+    return py::int_(s_->store().previous_step());
+  }
+  void roll_back() {
+    py::gil_scoped_release nogil;
+    s_->RollBack();
+  }
   void verify() const {
     py::gil_scoped_release nogil;
     s_->store().Verify();
@@ -636,6 +644,13 @@ ValueError naming tensor and element.)")
       .def_property_readonly("vars", &PySession::vars,
                              "the state variables the store keeps: 'theta', then 'm' and/or 'v'")
       .def_property_readonly("step_count", &PySession::step, "the committed step")
+      .def_property_readonly("previous_step", &PySession::previous_step,
+                             "the step roll_back() returns to (the state the last commit "
+                             "replaced, kept in the other slot), or None when there is none")
+      .def("roll_back", &PySession::roll_back,
+           "Commits again the state the last commit replaced (step previous_step, its weights, "
+           "state and hyper-parameters; a manifest rename, no shard byte moved): one step back. "
+           "StoreError when there is none (a new or rolled-back store).")
       .def_property_readonly("dir", &PySession::dir)
       .def_property_readonly("devices", &PySession::devices)
       .def_property_readonly("grad_dtype", &PySession::grad_dtype)

@@ -64,6 +64,8 @@ class Session {
   /// Replaces the state and commits it at in.step (ImportState); the last step's weights are
   /// forgotten.
   void Import(const StateImport& in);
+  /// Store::RollBack: commits again the state the last commit replaced (one step back).
+  void RollBack() { store_->RollBack(); }
 
  private:
   Session() = default;

@@ -303,7 +303,22 @@ void Store::OpenFiles() {
   }
 }
 
-void Store::WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bool initial) {
+namespace {
+
+nlohmann::json ChecksumsToJson(const Store::Checksums& crcs, const std::vector<std::string>& vars) {
+  nlohmann::json cj = nlohmann::json::array();
+  for (const auto& dev : crcs) {
+    nlohmann::json dj = nlohmann::json::object();
+    for (unsigned v = 0; v < vars.size(); ++v) dj[vars[v]] = dev[v];
+    cj.push_back(dj);
+  }
+  return cj;
+}
+
+}  // namespace
+
+void Store::WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bool initial,
+                          bool with_previous) {
   nlohmann::json j;
   j["format"] = kFormat;
   j["store_id"] = store_id_;
@@ -329,6 +344,19 @@ void Store::WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bo
     nlohmann::json gh = nlohmann::json::array();
     for (const OptimizerConfig& h : group_hyper_) gh.push_back(HyperToJson(h));
     j["group_hyper"] = gh;
+  }
+  if (with_previous) {
+    // The state being replaced (step_, slot_, crcs_, and the hyper-parameters in prev_*).
+    nlohmann::json pj;
+    pj["committed_step"] = step_;
+    pj["slot"] = slot_;
+    pj["checksums"] = ChecksumsToJson(crcs_, vars_);
+    if (has_layout_) {
+      nlohmann::json gh = nlohmann::json::array();
+      for (const OptimizerConfig& h : prev_group_hyper_) gh.push_back(HyperToJson(h));
+      pj["group_hyper"] = gh;
+    }
+    j["previous"] = pj;
   }
   j["manifest_crc"] = ManifestCrc(j);
   const std::string tmp = dir_ + "/manifest.json.tmp";
@@ -619,6 +647,55 @@ Store Store::FromManifest(const nlohmann::json& j, const std::string& w) {
       }
     }
   }
+  if (j.contains("previous")) {
+    const std::string pw = w + " previous";
+    const auto& pj = j["previous"];
+    if (!pj.is_object()) Fail(pw + ": expected an object, found " + std::string(pj.type_name()));
+    s.prev_step_ = static_cast<int64_t>(GetUint(pj, "committed_step", pw, 0, INT64_MAX));
+    s.prev_slot_ = static_cast<unsigned>(GetUint(pj, "slot", pw, 0, 1));
+    if (s.prev_slot_ == s.slot_) Fail(pw + ": expected the other slot than the committed one");
+    const auto pc = Get<nlohmann::json>(pj, "checksums", pw);
+    if (!pc.is_array() || pc.size() != s.cfg_.devices) {
+      Fail(pw + " checksums: expected one entry per device");
+    }
+    s.prev_crcs_.assign(s.cfg_.devices, std::vector<std::vector<uint32_t>>(s.vars_.size()));
+    for (unsigned d = 0; d < s.cfg_.devices; ++d) {
+      const uint64_t count = s.SubgroupCount(d);
+      for (unsigned v = 0; v < s.vars_.size(); ++v) {
+        const auto& list = Get<nlohmann::json>(pc[d], s.vars_[v].c_str(), pw + " checksums");
+        if (!list.is_array() || list.size() != count) {
+          Fail(pw + " checksums of device " + std::to_string(d) + " " + s.vars_[v] +
+               ": expected a list of " + std::to_string(count) + " subgroups' CRCs");
+        }
+        for (const auto& c : list) {
+          if (!c.is_number_unsigned() || c.get<uint64_t>() > UINT32_MAX) {
+            Fail(pw + " checksums: expected CRC-32 values, found " + c.dump());
+          }
+          s.prev_crcs_[d][v].push_back(c.get<uint32_t>());
+        }
+      }
+    }
+    s.prev_group_hyper_ = s.group_hyper_;
+    if (s.has_layout_) {
+      const auto gh = Get<nlohmann::json>(pj, "group_hyper", pw);
+      if (!gh.is_array() || gh.size() != s.layout_.groups()) {
+        Fail(pw + ": expected hyper-parameters for " + std::to_string(s.layout_.groups()) +
+             " param groups in 'group_hyper'");
+      }
+      for (size_t g = 0; g < gh.size(); ++g) {
+        const std::string gw = pw + " group_hyper[" + std::to_string(g) + "]";
+        OptimizerConfig h = s.cfg_.hyper;
+        HyperFromJson(gh[g], gw, &h);
+        try {
+          ValidateConfig(h);
+        } catch (const std::invalid_argument& e) {
+          Fail(gw + ": " + e.what());
+        }
+        s.prev_group_hyper_[g] = h;
+      }
+    }
+    s.has_previous_ = true;
+  }
   return s;
 }
 
@@ -675,6 +752,36 @@ void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* us
   }
   SyncNextSlot();
   if (commit_hook) commit_hook("synced");
+  CheckManifestUnchanged();
+  const std::vector<OptimizerConfig> before = group_hyper_;
+  if (used != nullptr) {
+    if (used->size() != group_hyper_.size()) {
+      throw std::invalid_argument("commit: expected hyper-parameters for " +
+                                  std::to_string(group_hyper_.size()) + " groups, found " +
+                                  std::to_string(used->size()));
+    }
+    group_hyper_ = *used;
+  }
+  // The replaced state's hyper-parameters, recorded as "previous" (ROLLBACK).
+  const std::vector<OptimizerConfig> before_prev = prev_group_hyper_;
+  prev_group_hyper_ = before;
+  try {
+    WriteManifest(next_step, 1 - slot_, crcs, false, true);
+  } catch (...) {
+    group_hyper_ = before;
+    prev_group_hyper_ = before_prev;
+    throw;
+  }
+  prev_crcs_ = crcs_;
+  prev_step_ = step_;
+  prev_slot_ = slot_;
+  has_previous_ = true;
+  crcs_ = crcs;
+  step_ = next_step;
+  slot_ = 1 - slot_;
+}
+
+void Store::CheckManifestUnchanged() const {
   // The lock makes this writer the only one; this check also catches a manifest replaced
   // behind the lock's back (a restore, another host on a shared file system): a commit never
   // lands on a manifest other than the one this writer started from.
@@ -690,24 +797,34 @@ void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* us
            std::to_string(on_disk_slot) + "): it was changed by someone else; nothing committed");
     }
   }
-  const std::vector<OptimizerConfig> before = group_hyper_;
-  if (used != nullptr) {
-    if (used->size() != group_hyper_.size()) {
-      throw std::invalid_argument("commit: expected hyper-parameters for " +
-                                  std::to_string(group_hyper_.size()) + " groups, found " +
-                                  std::to_string(used->size()));
-    }
-    group_hyper_ = *used;
+}
+
+void Store::RollBack(const aio::AioConfig& aio_cfg) {
+  RequireWriter("RollBack");
+  if (!has_previous_) {
+    Fail("store '" + dir_ + "' (committed step " + std::to_string(step_) + "): its manifest "
+         "records no earlier state to roll back to (a store just created or rolled back, or "
+         "last committed by an older csdkit)");
   }
+  durability_warning_.clear();
+  CheckManifestUnchanged();
+  // The earlier state must still be whole: a step started after the last commit writes into
+  // its slot.
+  VerifySlot(prev_slot_, prev_crcs_, aio_cfg,
+             "cannot roll back to step " + std::to_string(prev_step_) + ": ",
+             " (a step after " + std::to_string(step_) + " began overwriting it)");
+  const std::vector<OptimizerConfig> before = group_hyper_;
+  group_hyper_ = prev_group_hyper_;
   try {
-    WriteManifest(next_step, 1 - slot_, crcs, false);
+    WriteManifest(prev_step_, prev_slot_, prev_crcs_, false, false);
   } catch (...) {
     group_hyper_ = before;
     throw;
   }
-  crcs_ = crcs;
-  step_ = next_step;
-  slot_ = 1 - slot_;
+  crcs_ = prev_crcs_;
+  step_ = prev_step_;
+  slot_ = prev_slot_;
+  has_previous_ = false;
 }
 
 Store Store::Open(const std::string& dir, const ParamLayout& expected, StoreAccess access) {
@@ -726,19 +843,24 @@ Store Store::Open(const std::string& dir, const ParamLayout& expected, StoreAcce
 }
 
 void Store::Verify(const aio::AioConfig& aio_cfg) const {
+  VerifySlot(slot(), crcs_, aio_cfg, "", "");
+}
+
+void Store::VerifySlot(unsigned s, const Checksums& crcs, const aio::AioConfig& aio_cfg,
+                       const std::string& prefix, const std::string& suffix) const {
   aio::Engine engine(aio_cfg);
   AlignedBuffer buf(static_cast<std::size_t>(cfg_.subgroup_elems) * 4);
   for (unsigned d = 0; d < cfg_.devices; ++d) {
     for (const Subgroup& g : Subgroups(d)) {
       for (unsigned v = 0; v < vars_.size(); ++v) {
-        engine.Read(file(d, v, slot()), g.file_offset(), buf.data(), g.io_bytes());
+        engine.Read(file(d, v, s), g.file_offset(), buf.data(), g.io_bytes());
         const uint32_t c = Crc32(buf.data(), 4ull * g.n);
-        if (c != crcs_[d][v][g.index]) {
+        if (c != crcs[d][v][g.index]) {
           char b[64];
-          std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", crcs_[d][v][g.index], c);
-          Fail("store '" + dir_ + "' is corrupt: " + FilePath(d, v, slot()) + " subgroup " +
+          std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", crcs[d][v][g.index], c);
+          Fail(prefix + "store '" + dir_ + "' is corrupt: " + FilePath(d, v, s) + " subgroup " +
                std::to_string(g.index) + " (elements " + std::to_string(g.begin) + ".." +
-               std::to_string(g.begin + g.n) + "): " + b);
+               std::to_string(g.begin + g.n) + "): " + b + suffix);
         }
       }
     }

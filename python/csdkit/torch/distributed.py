@@ -37,6 +37,8 @@ import hashlib
 import json
 import math
 import os
+import re
+import shutil
 
 import torch
 import torch.distributed as dist
@@ -45,7 +47,7 @@ import csdkit
 
 from . import optim as _optim
 
-__all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion", "partition"]
+__all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion", "partition", "reshard"]
 
 _DTYPE_CODE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _FORMAT = "csdkit-zero-partition-1"
@@ -64,6 +66,213 @@ def partition(total, world):
                          "no element; use at most {} ranks for this model"
                          .format(total, world, chunk, empty, -(-total // chunk) if chunk else 0))
     return out
+
+
+_PIECE = re.compile(r"^param_groups\[(\d+)\]\.params\[(\d+)\]\[(\d+):(\d+)\]$")
+
+
+def _read_rank_set(src):
+    """The records of the rank stores under `src` (rank-<r>.json, r = 0 .. world-1), checked:
+    one format, world size, element count, fingerprint and dtype; ranks 0 .. world-1 present;
+    ranges tiling [0, N) by the partition rule. Returns the records in rank order."""
+    names = sorted(f for f in os.listdir(src) if re.fullmatch(r"rank-\d+\.json", f))
+    if not names:
+        raise csdkit.StoreError("'{}': no partition record (rank-<r>.json) found: not a set of "
+                                "csdkit.torch.distributed stores".format(src))
+    recs = {}
+    for f in names:
+        path = os.path.join(src, f)
+        try:
+            with open(path) as fh:
+                recs[int(f[5:-5])] = json.load(fh)
+        except (OSError, ValueError) as e:
+            raise csdkit.StoreError("cannot read '{}': {}".format(path, e)) from None
+    r0 = recs[min(recs)]
+    world = r0.get("world_size")
+    if sorted(recs) != list(range(world if isinstance(world, int) else 0)):
+        raise csdkit.StoreError("'{}': expected the records of ranks 0 .. {} (world size {} in "
+                                "'{}'), found ranks {}".format(
+                                    src, (world or 0) - 1, world,
+                                    os.path.join(src, "rank-%d.json" % min(recs)),
+                                    sorted(recs)))
+    keys = ("format", "world_size", "total_elements", "fingerprint", "dtype")
+    for r, rec in recs.items():
+        if rec.get("format") != _FORMAT:
+            raise csdkit.StoreError("'{}': expected format '{}', found {!r}".format(
+                os.path.join(src, "rank-%d.json" % r), _FORMAT, rec.get("format")))
+        bad = [k for k in keys if rec.get(k) != r0.get(k)]
+        if bad:
+            raise csdkit.StoreError(
+                "'{}' and '{}' differ in {}: {} vs {} (the records of one set of stores must "
+                "describe one model and one world size)".format(
+                    os.path.join(src, "rank-%d.json" % min(recs)),
+                    os.path.join(src, "rank-%d.json" % r), ", ".join(bad),
+                    [r0.get(k) for k in bad], [rec.get(k) for k in bad]))
+        if rec.get("rank") != r:
+            raise csdkit.StoreError("'{}': expected rank {}, found {!r}".format(
+                os.path.join(src, "rank-%d.json" % r), r, rec.get("rank")))
+    total = r0["total_elements"]
+    slices = partition(total, world)
+    for r in range(world):
+        got = (recs[r].get("begin"), recs[r].get("end"))
+        if got != slices[r]:
+            raise csdkit.StoreError(
+                "'{}': expected elements [{}, {}) of {} (the partition over {} ranks), found "
+                "[{}, {})".format(os.path.join(src, "rank-%d.json" % r), slices[r][0],
+                                  slices[r][1], total, world, got[0], got[1]))
+    return [recs[r] for r in range(world)]
+
+
+def _store_layout(store_dir):
+    """The layout [(name, numel, group)] recorded in a store's manifest (read, not opened)."""
+    path = os.path.join(store_dir, "manifest.json")
+    try:
+        with open(path) as f:
+            man = json.load(f)
+        return [(t["name"], int(t["numel"]), int(t["group"])) for t in
+                man["layout"]["tensors"]], man
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise csdkit.StoreError("cannot read the layout of store '{}' ({}): {}".format(
+            store_dir, path, e)) from None
+
+
+def reshard(src, dst, world, devices=None, *, backend="model", device_mem=4 << 30,
+            link_model=True):
+    """Re-splits the rank stores under `src` (written by csdkit.torch.distributed for some
+    world size) into a new set under `dst` for `world` ranks (`devices` devices per rank store;
+    None: as src's rank 0), at the same committed step, so that the optimizer's resume() with
+    the new world size continues where the old run stopped. Returns the step.
+
+    Reads every rank's record (checked: one model fingerprint, element count and dtype, ranks 0
+    .. W-1, ranges tiling [0, N) by the partition rule) and store (committed step, equal on
+    every rank, else StoreError naming the ranks and steps), stitches each state variable
+    (theta, m/v) into the flattened order, and for each new rank creates its store and imports
+    its slice with that step and, per local param group, the hyper-parameters the source
+    recorded for the global group. `src` is only read (its stores opened one at a time); `dst`
+    must be absent or empty (a store's creation refuses anything else) and is removed again if
+    the reshard fails after creating it."""
+    src, dst = os.path.abspath(str(src)), os.path.abspath(str(dst))
+    world = int(world)
+    if world < 1:
+        raise ValueError("world: expected a world size >= 1, found {}".format(world))
+    if os.path.exists(dst) and (not os.path.isdir(dst) or os.listdir(dst)):
+        raise csdkit.StoreError("reshard: destination '{}' exists and is not an empty "
+                                "directory (refusing to write over it)".format(dst))
+    if not os.path.isdir(src):
+        raise csdkit.StoreError("reshard: source '{}' is not a directory".format(src))
+    recs = _read_rank_set(src)
+    total = recs[0]["total_elements"]
+    slices = partition(total, world)  # ValueError before anything is written
+    # 1. Read every source rank's committed state into flat arrays (global order).
+    flat, vars_, steps, tensors, group_hyper, meta = {}, None, [], {}, {}, None
+    for r, rec in enumerate(recs):
+        sdir = os.path.join(src, "rank-%d" % r)
+        layout, man = _store_layout(sdir)
+        sess = csdkit.Session.open(sdir, layout, backend=backend, device_mem=device_mem,
+                                   link_model=link_model)
+        try:
+            if vars_ is None:
+                vars_ = list(sess.vars)
+                meta = dict(optimizer=man["config"]["optimizer"], devices=sess.devices,
+                            grad_dtype=sess.grad_dtype, out_dtype=sess.out_dtype,
+                            loss_scale=man["config"]["loss_scale"], ftz=man["config"]["ftz"],
+                            seed=man["config"]["seed"])
+                flat = {v: torch.empty(total, dtype=torch.float32) for v in vars_}
+            elif list(sess.vars) != vars_:
+                raise csdkit.StoreError("store '{}' keeps {}, rank 0's keeps {}".format(
+                    sdir, list(sess.vars), vars_))
+            steps.append(sess.step_count)
+            at = rec["begin"]
+            views = []
+            for name, n, g in layout:
+                m = _PIECE.match(name)
+                if m is None:
+                    raise csdkit.StoreError("store '{}': layout entry '{}' is not a piece "
+                                            "written by csdkit.torch.distributed"
+                                            .format(sdir, name))
+                gi, pi, a, b = (int(x) for x in m.groups())
+                if b - a != n:
+                    raise csdkit.StoreError("store '{}': layout entry '{}' has {} elements"
+                                            .format(sdir, name, n))
+                t = tensors.setdefault((gi, pi), dict(numel=0, begin=None))
+                t["numel"] = max(t["numel"], b)
+                if a == 0:
+                    t["begin"] = at
+                group_hyper.setdefault(gi, sess.group_hyper[g])
+                views.append((at, n))
+                at += n
+            if at != rec["end"]:
+                raise csdkit.StoreError("store '{}': its layout covers elements [{}, {}), its "
+                                        "record [{}, {})".format(sdir, rec["begin"], at,
+                                                                 rec["begin"], rec["end"]))
+            for v in vars_:
+                sess.export_state(v, [flat[v][a:a + n] for a, n in views])
+        finally:
+            del sess  # closes the store (releases its lock) before the next one is opened
+    if len(set(steps)) != 1:
+        raise csdkit.StoreError(
+            "the stores under '{}' are at different committed steps ({}): a rank stopped "
+            "between the others' commits; resume() the old world size first (it rolls the "
+            "group back to the common step) or repair the set".format(
+                src, ", ".join("rank {}: {}".format(r, s) for r, s in enumerate(steps))))
+    step = steps[0]
+    # 2. The global model: tensors in flattening order, their global kit group.
+    order = sorted(tensors.items(), key=lambda kv: kv[1]["begin"])
+    gis = sorted(group_hyper)
+    glayout, off = [], 0
+    for (gi, pi), t in order:
+        if t["begin"] != off:
+            raise csdkit.StoreError("'{}': the stores' pieces do not tile the model: "
+                                    "param_groups[{}].params[{}] starts at {}, expected {}"
+                                    .format(src, gi, pi, t["begin"], off))
+        glayout.append(("param_groups[{}].params[{}]".format(gi, pi), t["numel"],
+                        gis.index(gi), gi))
+        off += t["numel"]
+    if off != total:
+        raise csdkit.StoreError("'{}': the stores' pieces cover {} elements, the records {}"
+                                .format(src, off, total))
+    # 3. The new stores, one per new rank: pieces as _ZeroMixin._plan cuts them.
+    ndev = meta["devices"] if devices is None else int(devices)
+    created = not os.path.exists(dst)
+    os.makedirs(dst, exist_ok=True)
+    try:
+        offs = []
+        at = 0
+        for _, n, _, _ in glayout:
+            offs.append(at)
+            at += n
+        for r, (lo, hi) in enumerate(slices):
+            layout, pieces, groups = [], [], []
+            for (name, n, g, gi), o in zip(glayout, offs):
+                a, b = max(lo, o), min(hi, o + n)
+                if a >= b:
+                    continue
+                if g not in groups:
+                    groups.append(g)
+                layout.append(("{}[{}:{}]".format(name, a - o, b - o), b - a,
+                               groups.index(g)))
+                pieces.append((a, b))
+            hyper = [group_hyper[gis[g]] for g in groups]
+            part = {v: [flat[v][a:b] for a, b in pieces] for v in vars_}
+            sess = csdkit.Session.create(
+                os.path.join(dst, "rank-%d" % r), layout, hyper, part["theta"],
+                optimizer=meta["optimizer"], devices=ndev, backend=backend,
+                grad_dtype=meta["grad_dtype"], out_dtype=meta["out_dtype"],
+                loss_scale=meta["loss_scale"], device_mem=device_mem, link_model=link_model,
+                ftz=meta["ftz"], seed=meta["seed"])
+            sess.import_state(step, part["theta"], m=part.get("m"), v=part.get("v"),
+                              group_hyper=hyper)
+            del sess
+            record = dict(recs[0], world_size=world, rank=r, begin=lo, end=hi)
+            path = os.path.join(dst, "rank-%d.json" % r)
+            with open(path + ".tmp", "w") as f:
+                json.dump(record, f, indent=1)
+            os.replace(path + ".tmp", path)
+    except BaseException:
+        if created:
+            shutil.rmtree(dst, ignore_errors=True)
+        raise
+    return step
 
 
 class _ZeroMixin:
@@ -85,6 +294,8 @@ class _ZeroMixin:
         self._store_root = self._store_dir
         self._store_dir = os.path.join(self._store_root, "rank-%d" % self._rank)
         self._record_path = os.path.join(self._store_root, "rank-%d.json" % self._rank)
+        # After a resume that rolled stores back to the common step: {step, ranks, steps}.
+        self.rolled_back = None
 
     # -- the model and its partition -----------------------------------------------------
 
@@ -245,14 +456,7 @@ class _ZeroMixin:
         self._device = dev
         self._make_buffers()
         if opened:
-            steps = self._gather_ints([session.step_count], dev)
-            if len({s[0] for s in steps}) != 1:
-                self._session = None
-                raise csdkit.StoreError(
-                    "the ranks' stores under '{}' are at different committed steps ({}): a rank "
-                    "stopped between the others' commits; rolling back to the common step is not "
-                    "implemented".format(self._store_root, ", ".join(
-                        "rank {}: {}".format(r, s[0]) for r, s in enumerate(steps))))
+            self._roll_to_common_step(session, dev)
             if check_weights:
                 try:
                     self._agree(self._weights_mismatch())
@@ -260,6 +464,43 @@ class _ZeroMixin:
                     self._session = None  # closes the store (and releases its lock)
                     raise
         return opened
+
+    def _roll_to_common_step(self, session, dev):
+        """The ranks' stores must be at one committed step. A rank that stopped between the
+        others' commits leaves its store at step t and theirs at t + 1; those still record t as
+        the state their last commit replaced (the two-slot store keeps it in the other slot), so
+        they roll back to t (Session.roll_back) and the whole group resumes at t. Anything else
+        (a store two steps ahead, or one without the earlier state) raises StoreError on every
+        rank, naming every rank's committed and previous step."""
+        prev = session.previous_step
+        rows = self._gather_ints([session.step_count, -1 if prev is None else prev], dev)
+        common = min(r[0] for r in rows)
+        if all(r[0] == common for r in rows):
+            return
+        ahead = [r for r, row in enumerate(rows) if row[0] != common]
+        if any(rows[r][1] != common for r in ahead):
+            self._session = None
+            raise csdkit.StoreError(
+                "the ranks' stores under '{}' are at different committed steps ({}): ranks {} "
+                "are ahead of step {} and cannot all roll back to it (a store returns only to "
+                "the step its last commit replaced)".format(
+                    self._store_root, ", ".join(
+                        "rank {}: {} (previous {})".format(
+                            r, row[0], "none" if row[1] < 0 else row[1])
+                        for r, row in enumerate(rows)), ahead, common))
+        error = None
+        if self._rank in ahead:
+            try:
+                session.roll_back()
+            except (RuntimeError, ValueError, OSError) as e:
+                error = "{}: {}".format(type(e).__name__, e)
+        try:
+            self._agree(error)
+        except csdkit.StoreError:
+            self._session = None
+            raise
+        self.rolled_back = dict(step=common, ranks=ahead,
+                                steps=[row[0] for row in rows])
 
     def _make_buffers(self):
         plan, dev, W = self._plan_, self._device, self._world

@@ -18,6 +18,16 @@
 // byte moved beyond the commit's own reads and writes. An optimizer step commits step t + 1; a
 // state import (state_io.h) commits the step number it brings. Files are created 0600.
 //
+// ROLLBACK. Each commit also records in the manifest ("previous") the state it replaced: its
+// step, slot, checksums and hyper-parameters, whose slot the commit did not touch. RollBack()
+// reads that slot whole and checks it against those checksums (a step that started after the
+// commit writes into that very slot: killed before its own commit, it leaves the earlier state
+// partly overwritten, and the rollback is refused), then commits it again (a manifest rename; no
+// shard byte written), so that a group of
+// stores that a crash left at steps t and t + 1 can all return to t. One step back only: the
+// rolled-back manifest has no "previous" (its other slot holds the abandoned newer state, which
+// the next commit overwrites). Manifests written before this member existed have none.
+//
 // ONE WRITER. Opening a store for writing (Create, Open with StoreAccess::kWrite) takes an
 // exclusive flock on D/lock, opening it for reading a shared one, both without waiting: a second
 // writer — in this process or another — or a writer beside a reader is refused with a
@@ -162,6 +172,15 @@ class Store {
   /// (`used`; nullptr = unchanged). std::logic_error on a store opened for reading.
   void Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used = nullptr,
               std::optional<int64_t> step = std::nullopt);
+  /// Whether the manifest records the state the last commit replaced (see ROLLBACK), and its
+  /// committed step (-1 when none).
+  bool can_roll_back() const { return has_previous_; }
+  int64_t previous_step() const { return has_previous_ ? prev_step_ : -1; }
+  /// Commits the state the last commit replaced again (see ROLLBACK): step previous_step(), its
+  /// slot, checksums and hyper-parameters. StoreError when there is none, when that slot no
+  /// longer holds it (a later step's writes reached it: the first bad subgroup is named) or the
+  /// manifest changed behind this writer; std::logic_error on a store opened for reading.
+  void RollBack(const aio::AioConfig& aio = aio::AioConfig());
   /// After a Commit: empty, or why the commit — done, since the manifest was renamed — may not
   /// survive a power loss (the directory sync after the rename failed). The step is committed
   /// either way; callers report this as a warning, not as a failed step (a retry would step
@@ -178,6 +197,10 @@ class Store {
   static void (*commit_hook)(const char* stage);
 
  private:
+  // Reads slot `s` whole and checks it against `crcs`; StoreError (prefix + what + suffix) on
+  // the first mismatch.
+  void VerifySlot(unsigned s, const Checksums& crcs, const aio::AioConfig& aio,
+                  const std::string& prefix, const std::string& suffix) const;
   Store() = default;
   /// Creates the files and writes step 0; `init(global_begin, n, var, out)` fills one subgroup
   /// of one variable.
@@ -188,7 +211,10 @@ class Store {
   template <typename Fn>
   void ForEachSubgroup(unsigned device, Fn&& fn) const;
   void OpenFiles();
-  void WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bool initial);
+  void WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bool initial,
+                     bool with_previous = false);
+  /// StoreError unless the manifest on disk is at step_ / slot_ of this store (see Commit).
+  void CheckManifestUnchanged() const;
   void RequireWriter(const char* what) const;
 
   std::string dir_;
@@ -205,6 +231,12 @@ class Store {
   ParamLayout layout_;
   std::vector<OptimizerConfig> group_hyper_;
   Checksums crcs_;
+  // The state the last commit replaced (ROLLBACK), when the manifest records it.
+  bool has_previous_ = false;
+  int64_t prev_step_ = 0;
+  unsigned prev_slot_ = 0;
+  Checksums prev_crcs_;
+  std::vector<OptimizerConfig> prev_group_hyper_;
   // files_[device][var][slot]
   std::vector<std::vector<std::vector<aio::File>>> files_;
 };
