@@ -562,6 +562,32 @@ Store Store::CreateForModel(const std::string& dir, const StoreConfig& cfg_in,
       });
 }
 
+Store::Checksums Store::ChecksumsFromJson(const nlohmann::json& cj, const std::string& w) const {
+  if (!cj.is_array() || cj.size() != cfg_.devices) {
+    Fail(w + ": checksums: expected one entry per device");
+  }
+  // Each list's length is checked against the subgroup count before anything is allocated for
+  // it, so a manifest cannot make the reader allocate more than its own size.
+  Checksums crcs(cfg_.devices, std::vector<std::vector<uint32_t>>(vars_.size()));
+  for (unsigned d = 0; d < cfg_.devices; ++d) {
+    const uint64_t count = SubgroupCount(d);
+    for (unsigned v = 0; v < vars_.size(); ++v) {
+      const std::string vw = w + " checksums of device " + std::to_string(d) + " " + vars_[v];
+      const auto& list = Get<nlohmann::json>(cj[d], vars_[v].c_str(), w + " checksums");
+      if (!list.is_array() || list.size() != count) {
+        Fail(vw + ": expected a list of " + std::to_string(count) + " subgroups' CRCs, found " +
+             (list.is_array() ? std::to_string(list.size()) + " entries" : list.type_name()));
+      }
+      for (const auto& c : list) {
+        const bool ok = c.is_number_unsigned() && c.get<uint64_t>() <= UINT32_MAX;
+        if (!ok) Fail(vw + ": expected CRC-32 values (integers < 2^32), found " + c.dump());
+        crcs[d][v].push_back(c.get<uint32_t>());
+      }
+    }
+  }
+  return crcs;
+}
+
 Store Store::FromManifest(const nlohmann::json& j, const std::string& w) {
   if (!j.is_object()) Fail(w + ": expected a JSON object, found " + j.type_name());
   const std::string fmt = Get<std::string>(j, "format", w);
@@ -624,29 +650,7 @@ Store Store::FromManifest(const nlohmann::json& j, const std::string& w) {
   if (Get<std::vector<std::string>>(j, "vars", w) != s.vars_) {
     Fail(w + ": state variables do not match the optimizer");
   }
-  const auto cj = Get<nlohmann::json>(j, "checksums", w);
-  if (!cj.is_array() || cj.size() != s.cfg_.devices) {
-    Fail(w + ": checksums: expected one entry per device");
-  }
-  // Each list's length is checked against the subgroup count before anything is allocated for
-  // it, so a manifest cannot make the reader allocate more than its own size.
-  s.crcs_.assign(s.cfg_.devices, std::vector<std::vector<uint32_t>>(s.vars_.size()));
-  for (unsigned d = 0; d < s.cfg_.devices; ++d) {
-    const uint64_t count = s.SubgroupCount(d);
-    for (unsigned v = 0; v < s.vars_.size(); ++v) {
-      const std::string vw = w + " checksums of device " + std::to_string(d) + " " + s.vars_[v];
-      const auto& list = Get<nlohmann::json>(cj[d], s.vars_[v].c_str(), w + " checksums");
-      if (!list.is_array() || list.size() != count) {
-        Fail(vw + ": expected a list of " + std::to_string(count) + " subgroups' CRCs, found " +
-             (list.is_array() ? std::to_string(list.size()) + " entries" : list.type_name()));
-      }
-      for (const auto& c : list) {
-        const bool ok = c.is_number_unsigned() && c.get<uint64_t>() <= UINT32_MAX;
-        if (!ok) Fail(vw + ": expected CRC-32 values (integers < 2^32), found " + c.dump());
-        s.crcs_[d][v].push_back(c.get<uint32_t>());
-      }
-    }
-  }
+  s.crcs_ = s.ChecksumsFromJson(Get<nlohmann::json>(j, "checksums", w), w);
   if (j.contains("previous")) {
     const std::string pw = w + " previous";
     const auto& pj = j["previous"];
@@ -654,27 +658,7 @@ Store Store::FromManifest(const nlohmann::json& j, const std::string& w) {
     s.prev_step_ = static_cast<int64_t>(GetUint(pj, "committed_step", pw, 0, INT64_MAX));
     s.prev_slot_ = static_cast<unsigned>(GetUint(pj, "slot", pw, 0, 1));
     if (s.prev_slot_ == s.slot_) Fail(pw + ": expected the other slot than the committed one");
-    const auto pc = Get<nlohmann::json>(pj, "checksums", pw);
-    if (!pc.is_array() || pc.size() != s.cfg_.devices) {
-      Fail(pw + " checksums: expected one entry per device");
-    }
-    s.prev_crcs_.assign(s.cfg_.devices, std::vector<std::vector<uint32_t>>(s.vars_.size()));
-    for (unsigned d = 0; d < s.cfg_.devices; ++d) {
-      const uint64_t count = s.SubgroupCount(d);
-      for (unsigned v = 0; v < s.vars_.size(); ++v) {
-        const auto& list = Get<nlohmann::json>(pc[d], s.vars_[v].c_str(), pw + " checksums");
-        if (!list.is_array() || list.size() != count) {
-          Fail(pw + " checksums of device " + std::to_string(d) + " " + s.vars_[v] +
-               ": expected a list of " + std::to_string(count) + " subgroups' CRCs");
-        }
-        for (const auto& c : list) {
-          if (!c.is_number_unsigned() || c.get<uint64_t>() > UINT32_MAX) {
-            Fail(pw + " checksums: expected CRC-32 values, found " + c.dump());
-          }
-          s.prev_crcs_[d][v].push_back(c.get<uint32_t>());
-        }
-      }
-    }
+    s.prev_crcs_ = s.ChecksumsFromJson(Get<nlohmann::json>(pj, "checksums", pw), pw);
     s.prev_group_hyper_ = s.group_hyper_;
     if (s.has_layout_) {
       const auto gh = Get<nlohmann::json>(pj, "group_hyper", pw);

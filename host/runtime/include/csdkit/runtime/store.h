@@ -201,6 +201,8 @@ class Store {
   // the first mismatch.
   void VerifySlot(unsigned s, const Checksums& crcs, const aio::AioConfig& aio,
                   const std::string& prefix, const std::string& suffix) const;
+  // A manifest's checksum table ("checksums", or previous's), checked against the layout.
+  Checksums ChecksumsFromJson(const nlohmann::json& cj, const std::string& where) const;
   Store() = default;
   /// Creates the files and writes step 0; `init(global_begin, n, var, out)` fills one subgroup
   /// of one variable.
