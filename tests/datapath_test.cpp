@@ -22,8 +22,9 @@ namespace {
 
 namespace hh = hls::host;
 
-// Sizes below, at and past a word, a tile (1024) and a sparse block (65536).
-constexpr uint32_t kSizes[] = {1, 17, 1024, 1057, 65536 + 97};
+// Sizes below, at and past a word, a tile (1024) and a sparse block (65536), and one long
+// enough for the streaming stores of the low-precision copy (spans of 2^20 elements and more).
+constexpr uint32_t kSizes[] = {1, 17, 1024, 1057, 65536 + 97, (1u << 20) + 97};
 
 std::vector<hh::Isa> Isas() {
   std::vector<hh::Isa> r{hh::Isa::kAvx2};

@@ -3,18 +3,20 @@
 //
 // The kernel (csd_update.cpp) has one datapath for every optimizer and policy, selected per
 // launch by masks, as the hardware has it (rules.h). The host model runs the same graph
-// specialised at compile time: one loop per (optimizer, L2, policy, gradient dtype, copy dtype)
-// that evaluates only the operations the launch's rule selects, in the same order, each the
-// same binary32 operation, and streams every element from its load to its store in registers
-// (gradient widened and copy narrowed in the same pass). Unselected operations cannot influence
-// a selected result (selects only route values), so the two datapaths give the same bits;
-// tests/kernel_test.cpp (SpecialisedDatapath.*) proves it on every configuration and special
-// value, on each instruction set below.
+// specialised at compile time: one loop per (optimizer, L2, policy, gradient dtype, copy dtype,
+// and for SGD its first-step and Nesterov selects) that evaluates only the operations the
+// launch's rule selects, in the same order, each the same binary32 operation, and streams every
+// element from its load to its store in registers (gradient widened and copy narrowed in the
+// same pass). Unselected operations cannot influence a selected result (selects only route
+// values), so the two datapaths give the same bits; tests/datapath_test.cpp
+// (SpecialisedDatapath.*) proves it on every configuration and special value, on each
+// instruction set below.
 //
-// Instruction sets: the loops are compiled twice, for x86-64-v3 (AVX2) and for x86-64-v4
-// (AVX-512, 512-bit vectors); the widest one the processor has is used. IEEE binary32 +, -, *,
-// /, sqrt are correctly rounded on every x86 vector unit and the contract's NaN and subnormal
-// handling is integer logic, so the bits do not depend on the choice (the tests run both).
+// Instruction sets: the loops are compiled twice, for x86-64-v3 (AVX2, 256-bit vectors) and for
+// x86-64-v4 (AVX-512, 512-bit vectors); the widest one the processor has is used. IEEE binary32
+// +, -, *, /, sqrt are correctly rounded on every x86 vector unit, the fp16 conversions are the
+// F16C instructions that define them, and the contract's NaN and subnormal handling is exact
+// (compares, selects, bit masks), so the bits do not depend on the choice (the tests run both).
 #ifndef CSDKIT_HLS_HOST_DATAPATH_H_
 #define CSDKIT_HLS_HOST_DATAPATH_H_
 
@@ -39,7 +41,9 @@ struct Span {
 };
 
 /// Updates the span with the datapath specialised for `md` (a mode DecodeMode accepted; its
-/// sparse bit is ignored: the span's gradient is dense) and the launch's controls `c`.
+/// sparse bit is ignored: the span's gradient is dense) and the launch's controls `c`, which
+/// MakeRuleCtl built from `md` (the loop is chosen by md and by c's select signals: for SGD,
+/// mom_pass and nesterov; s.m is present exactly when UsesM(md)).
 void Update(const Mode& md, const RuleCtl& c, const Span& s);
 
 /// The instruction sets the specialised loops are built for.
