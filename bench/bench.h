@@ -10,7 +10,9 @@ namespace csdkit::bench {
 
 struct KernelBenchOptions {
   uint32_t n = 1u << 26;  // elements per configuration (split across threads)
+  unsigned min_threads = 1;  // thread counts min_threads .. max_threads are timed
   unsigned max_threads = 2;
+  std::string optimizer;  // empty: every optimizer; else only this one (e.g. "adamw")
   unsigned reps = 3;      // best of
   bool quick = false;     // only AdamW fp16/fp16 (for smoke runs)
   bool progress = false;  // progress lines on stderr

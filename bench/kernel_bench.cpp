@@ -165,7 +165,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
   // The bound is the better of the triad with ordinary stores (each store line is read first:
   // 32 bytes move per 24 counted) and with non-temporal stores (24 bytes move).
   json triad_nt = json::object();
-  for (unsigned t = 1; t <= o.max_threads; ++t) {
+  for (unsigned t = o.min_threads; t <= o.max_threads; ++t) {
     const double plain = StreamTriad(triad_n, t, o.reps + 2);
     const double nt = StreamTriadNt(triad_n, t, o.reps + 2);
     triad[std::to_string(t)] = plain / 1e9;
@@ -182,17 +182,20 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
     configs.push_back({Optimizer::kAdamW, DType::kFp16, DType::kFp16, 0.0});
   } else {
     for (Optimizer op : opts) {
+      if (!o.optimizer.empty() && ParseOptimizer(o.optimizer) != op) continue;
       configs.push_back({op, DType::kFp32, DType::kFp32, 0.0});
       configs.push_back({op, DType::kFp16, DType::kFp16, 0.0});
       configs.push_back({op, DType::kBf16, DType::kBf16, 0.0});
     }
-    configs.push_back({Optimizer::kAdamW, DType::kFp16, DType::kFp16, 0.01});
+    if (o.optimizer.empty() || ParseOptimizer(o.optimizer) == Optimizer::kAdamW) {
+      configs.push_back({Optimizer::kAdamW, DType::kFp16, DType::kFp16, 0.01});
+    }
   }
 
   json results = json::array();
   json target;
   for (const Config& cfg : configs) {
-    for (unsigned t = 1; t <= o.max_threads; ++t) {
+    for (unsigned t = o.min_threads; t <= o.max_threads; ++t) {
       // t independent subgroups of n / t elements, one per thread, as the runtime runs them.
       std::vector<std::unique_ptr<Problem>> ps;
       for (unsigned i = 0; i < t; ++i) {

@@ -26,7 +26,12 @@ void AddBenchCommand(CLI::App& app) {
   k->add_option("--threads", o->max_threads, "largest thread count")
       ->check(Count(1, 256))
       ->capture_default_str();
+  k->add_option("--min-threads", o->min_threads, "smallest thread count (default 1)")
+      ->check(Count(1, 256))
+      ->capture_default_str();
   k->add_option("--reps", o->reps, "repetitions (best of)")->check(Count(1, 1000))->capture_default_str();
+  k->add_option("--optimizer", o->optimizer, "time only this optimizer's configurations")
+      ->check(CLI::IsMember({"adamw", "adam", "sgd", "adagrad", "lion"}));
   k->add_flag("--quick", o->quick, "only the target configuration (AdamW fp16/fp16)");
   k->add_flag("--no-general", [o](int64_t) { o->general = false; },
               "time only the specialised datapath, not also the general one");
@@ -37,6 +42,11 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   k->add_flag("--json", *json, "print JSON only (default: JSON plus progress on a terminal)");
   k->callback([o, json]() {
+    if (o->min_threads > o->max_threads) {
+      throw CLI::ValidationError("--min-threads", "expected at most --threads (" +
+                                 std::to_string(o->max_threads) + "), found " +
+                                 std::to_string(o->min_threads));
+    }
     o->progress = !*json && isatty(STDERR_FILENO);
     std::cout << JsonText(bench::KernelBench(*o)) << "\n";
   });
