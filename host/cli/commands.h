@@ -10,6 +10,8 @@ namespace csdkit::cli {
 void AddKernelCommand(CLI::App& app);
 /// `csdkit init | step | info | run`: the runtime on emulated SmartSSDs.
 void AddRuntimeCommands(CLI::App& app);
+/// `csdkit reshard`: a set of rank stores re-split for another world size or device count.
+void AddReshardCommand(CLI::App& app);
 /// `csdkit devices`: OpenCL inventory and SmartSSD pairing by PCIe topology.
 void AddDevicesCommand(CLI::App& app);
 /// `csdkit p2p-bench`: SSD <-> device bandwidth sweep.

@@ -1,6 +1,7 @@
 // csdkit._csdkit: the Python binding of a trainer session (session.h) — create or open the
 // store of a model, run optimizer steps with per-tensor gradients handed over by address, copy
-// the new weights into the trainer's tensors. Tensors are torch tensors or numpy arrays, read
+// the new weights into the trainer's tensors — and of the reshard of a set of rank stores
+// (csdkit/runtime/reshard.h). Tensors are torch tensors or numpy arrays, read
 // and written in place (tensor_arg.h). Long calls run with the GIL released. C++ exceptions
 // keep their message: StoreError -> csdkit.StoreError (a RuntimeError), std::invalid_argument
 // -> ValueError, anything else -> RuntimeError (pybind11's translation).
@@ -18,6 +19,7 @@
 #include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/platform/sparse_codec.h"
 #include "csdkit/runtime/layout.h"
+#include "csdkit/runtime/reshard.h"
 #include "csdkit/runtime/store.h"
 #include "session.h"
 #include "tensor_arg.h"
@@ -548,6 +550,23 @@ class PySession {
   std::shared_ptr<Session> s_;
 };
 
+// csdkit.torch.distributed.reshard's work (reshard.h). No device is opened: the stores' files
+// are read and written directly, so `backend` and `link_model` change nothing (the backend's
+// name is still checked, as the sessions the Python code once opened checked it).
+int64_t Reshard(const std::string& src, const std::string& dst, int64_t world,
+                std::optional<int64_t> devices, const std::string& backend, uint64_t device_mem,
+                bool /*link_model*/) {
+  ParseBackend(backend);
+  ReshardOptions o;
+  o.src = src;
+  o.dst = dst;
+  o.world = world;
+  o.devices = devices;
+  o.device_mem = device_mem;
+  py::gil_scoped_release nogil;
+  return csdkit::Reshard(o).step;
+}
+
 }  // namespace
 }  // namespace csdkit::py_binding
 
@@ -555,6 +574,15 @@ PYBIND11_MODULE(_csdkit, m) {
   using csdkit::py_binding::PySession;
   m.doc() = "csdkit: optimizer steps on (emulated) computational storage devices";
   py::register_exception<csdkit::StoreError>(m, "StoreError", PyExc_RuntimeError);
+  m.def("reshard", &csdkit::py_binding::Reshard, py::arg("src"), py::arg("dst"), py::arg("world"),
+        py::arg("devices") = py::none(), py::kw_only(), py::arg("backend") = "model",
+        py::arg("device_mem") = uint64_t{4} << 30, py::arg("link_model") = true,
+        R"(Re-splits the rank stores under `src` into a new set under `dst` for `world` ranks
+(`devices` devices per store; None: as src's rank 0) at the same committed step, and returns
+that step (csdkit/runtime/reshard.h; `csdkit reshard` runs the same code). StoreError for a set
+that cannot be re-split, ValueError for a bad argument; nothing is left in `dst` on a failure.
+device_mem sizes the new stores' subgroups; backend and link_model change nothing (no device is
+opened).)");
 
   py::class_<PySession>(m, "Session",
                         "The device set, the store of one model and the scheduler. Create with "
