@@ -68,3 +68,18 @@ def averaged_grads(model, step, world, none=None):
                 s += per_rank[r][t].float()
         out.append((s / world).to(p.dtype))
     return out
+
+
+def piece_residuals(opt):
+    """A csdkit.torch.distributed optimizer's Top-K residuals, per piece (t, a, b) of its rank's
+    slice: (a copy of the residual, its loss scale, its range in the parameter) or None; None
+    before its store is opened (no slice yet)."""
+    if getattr(opt, "_plan_", None) is None:
+        return None
+    out = []
+    for t, _, _ in opt._plan_["pieces"]:
+        st = opt.state.get(opt._params[t]) or {}
+        res = st.get("topk_residual")
+        out.append(None if res is None else (res.clone(), st["topk_residual_scale"],
+                                             tuple(st["topk_residual_range"])))
+    return out

@@ -30,6 +30,14 @@ Each step (a collective; all ranks call it):
      kernel's unscale factor, no pass over the gradient) and the agreed clip coefficient;
   4. the updated weights of every slice, in the parameters' dtype (fp32, or the kit's fp16/bf16
      copy), are all-gathered into a flat buffer and copied into the parameters.
+With compress=csdkit.torch.TopK(ratio, error_feedback), step 1 is unchanged (the reduction over
+the network stays dense); in steps 2 and 3 each rank compresses its summed slice per (device,
+subgroup) of its store, with its own float32 residual of its pieces, exactly as csdkit.torch
+does for a model that is that slice given that sum at loss scale world * scale, agrees with the
+others on skipping (any non-finite value in any rank's streams) and on the clip coefficient
+(the norm of the averaged gradient plus residual / world), and steps with Session.step_sparse.
+Top-K shrinks what crosses each host's shared link to its devices, not the network traffic.
+state_dict() is this rank's part (the residuals and the param groups; the stores hold the rest).
 See docs/trainer.md, "Data parallel (torch.distributed)".
 """
 
@@ -37,8 +45,6 @@ import hashlib
 import json
 import math
 import os
-import re
-import shutil
 
 import torch
 import torch.distributed as dist
@@ -68,74 +74,6 @@ def partition(total, world):
     return out
 
 
-_PIECE = re.compile(r"^param_groups\[(\d+)\]\.params\[(\d+)\]\[(\d+):(\d+)\]$")
-
-
-def _read_rank_set(src):
-    """The records of the rank stores under `src` (rank-<r>.json, r = 0 .. world-1), checked:
-    one format, world size, element count, fingerprint and dtype; ranks 0 .. world-1 present;
-    ranges tiling [0, N) by the partition rule. Returns the records in rank order."""
-    names = sorted(f for f in os.listdir(src) if re.fullmatch(r"rank-\d+\.json", f))
-    if not names:
-        raise csdkit.StoreError("'{}': no partition record (rank-<r>.json) found: not a set of "
-                                "csdkit.torch.distributed stores".format(src))
-    recs = {}
-    for f in names:
-        path = os.path.join(src, f)
-        try:
-            with open(path) as fh:
-                recs[int(f[5:-5])] = json.load(fh)
-        except (OSError, ValueError) as e:
-            raise csdkit.StoreError("cannot read '{}': {}".format(path, e)) from None
-    r0 = recs[min(recs)]
-    world = r0.get("world_size")
-    if sorted(recs) != list(range(world if isinstance(world, int) else 0)):
-        raise csdkit.StoreError("'{}': expected the records of ranks 0 .. {} (world size {} in "
-                                "'{}'), found ranks {}".format(
-                                    src, (world or 0) - 1, world,
-                                    os.path.join(src, "rank-%d.json" % min(recs)),
-                                    sorted(recs)))
-    keys = ("format", "world_size", "total_elements", "fingerprint", "dtype")
-    for r, rec in recs.items():
-        if rec.get("format") != _FORMAT:
-            raise csdkit.StoreError("'{}': expected format '{}', found {!r}".format(
-                os.path.join(src, "rank-%d.json" % r), _FORMAT, rec.get("format")))
-        bad = [k for k in keys if rec.get(k) != r0.get(k)]
-        if bad:
-            raise csdkit.StoreError(
-                "'{}' and '{}' differ in {}: {} vs {} (the records of one set of stores must "
-                "describe one model and one world size)".format(
-                    os.path.join(src, "rank-%d.json" % min(recs)),
-                    os.path.join(src, "rank-%d.json" % r), ", ".join(bad),
-                    [r0.get(k) for k in bad], [rec.get(k) for k in bad]))
-        if rec.get("rank") != r:
-            raise csdkit.StoreError("'{}': expected rank {}, found {!r}".format(
-                os.path.join(src, "rank-%d.json" % r), r, rec.get("rank")))
-    total = r0["total_elements"]
-    slices = partition(total, world)
-    for r in range(world):
-        got = (recs[r].get("begin"), recs[r].get("end"))
-        if got != slices[r]:
-            raise csdkit.StoreError(
-                "'{}': expected elements [{}, {}) of {} (the partition over {} ranks), found "
-                "[{}, {})".format(os.path.join(src, "rank-%d.json" % r), slices[r][0],
-                                  slices[r][1], total, world, got[0], got[1]))
-    return [recs[r] for r in range(world)]
-
-
-def _store_layout(store_dir):
-    """The layout [(name, numel, group)] recorded in a store's manifest (read, not opened)."""
-    path = os.path.join(store_dir, "manifest.json")
-    try:
-        with open(path) as f:
-            man = json.load(f)
-        return [(t["name"], int(t["numel"]), int(t["group"])) for t in
-                man["layout"]["tensors"]], man
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise csdkit.StoreError("cannot read the layout of store '{}' ({}): {}".format(
-            store_dir, path, e)) from None
-
-
 def reshard(src, dst, world, devices=None, *, backend="model", device_mem=4 << 30,
             link_model=True):
     """Re-splits the rank stores under `src` (written by csdkit.torch.distributed for some
@@ -143,136 +81,23 @@ def reshard(src, dst, world, devices=None, *, backend="model", device_mem=4 << 3
     None: as src's rank 0), at the same committed step, so that the optimizer's resume() with
     the new world size continues where the old run stopped. Returns the step.
 
-    Reads every rank's record (checked: one model fingerprint, element count and dtype, ranks 0
-    .. W-1, ranges tiling [0, N) by the partition rule) and store (committed step, equal on
-    every rank, else StoreError naming the ranks and steps), stitches each state variable
-    (theta, m/v) into the flattened order, and for each new rank creates its store and imports
-    its slice with that step and, per local param group, the hyper-parameters the source
-    recorded for the global group. `src` is only read (its stores opened one at a time); `dst`
-    must be absent or empty (a store's creation refuses anything else) and is removed again if
-    the reshard fails after creating it."""
-    src, dst = os.path.abspath(str(src)), os.path.abspath(str(dst))
-    world = int(world)
-    if world < 1:
-        raise ValueError("world: expected a world size >= 1, found {}".format(world))
-    if os.path.exists(dst) and (not os.path.isdir(dst) or os.listdir(dst)):
-        raise csdkit.StoreError("reshard: destination '{}' exists and is not an empty "
-                                "directory (refusing to write over it)".format(dst))
-    if not os.path.isdir(src):
-        raise csdkit.StoreError("reshard: source '{}' is not a directory".format(src))
-    recs = _read_rank_set(src)
-    total = recs[0]["total_elements"]
-    slices = partition(total, world)  # ValueError before anything is written
-    # 1. Read every source rank's committed state into flat arrays (global order).
-    flat, vars_, steps, tensors, group_hyper, meta = {}, None, [], {}, {}, None
-    for r, rec in enumerate(recs):
-        sdir = os.path.join(src, "rank-%d" % r)
-        layout, man = _store_layout(sdir)
-        sess = csdkit.Session.open(sdir, layout, backend=backend, device_mem=device_mem,
-                                   link_model=link_model)
-        try:
-            if vars_ is None:
-                vars_ = list(sess.vars)
-                meta = dict(optimizer=man["config"]["optimizer"], devices=sess.devices,
-                            grad_dtype=sess.grad_dtype, out_dtype=sess.out_dtype,
-                            loss_scale=man["config"]["loss_scale"], ftz=man["config"]["ftz"],
-                            seed=man["config"]["seed"])
-                flat = {v: torch.empty(total, dtype=torch.float32) for v in vars_}
-            elif list(sess.vars) != vars_:
-                raise csdkit.StoreError("store '{}' keeps {}, rank 0's keeps {}".format(
-                    sdir, list(sess.vars), vars_))
-            steps.append(sess.step_count)
-            at = rec["begin"]
-            views = []
-            for name, n, g in layout:
-                m = _PIECE.match(name)
-                if m is None:
-                    raise csdkit.StoreError("store '{}': layout entry '{}' is not a piece "
-                                            "written by csdkit.torch.distributed"
-                                            .format(sdir, name))
-                gi, pi, a, b = (int(x) for x in m.groups())
-                if b - a != n:
-                    raise csdkit.StoreError("store '{}': layout entry '{}' has {} elements"
-                                            .format(sdir, name, n))
-                t = tensors.setdefault((gi, pi), dict(numel=0, begin=None))
-                t["numel"] = max(t["numel"], b)
-                if a == 0:
-                    t["begin"] = at
-                group_hyper.setdefault(gi, sess.group_hyper[g])
-                views.append((at, n))
-                at += n
-            if at != rec["end"]:
-                raise csdkit.StoreError("store '{}': its layout covers elements [{}, {}), its "
-                                        "record [{}, {})".format(sdir, rec["begin"], at,
-                                                                 rec["begin"], rec["end"]))
-            for v in vars_:
-                sess.export_state(v, [flat[v][a:a + n] for a, n in views])
-        finally:
-            del sess  # closes the store (releases its lock) before the next one is opened
-    if len(set(steps)) != 1:
-        raise csdkit.StoreError(
-            "the stores under '{}' are at different committed steps ({}): a rank stopped "
-            "between the others' commits; resume() the old world size first (it rolls the "
-            "group back to the common step) or repair the set".format(
-                src, ", ".join("rank {}: {}".format(r, s) for r, s in enumerate(steps))))
-    step = steps[0]
-    # 2. The global model: tensors in flattening order, their global kit group.
-    order = sorted(tensors.items(), key=lambda kv: kv[1]["begin"])
-    gis = sorted(group_hyper)
-    glayout, off = [], 0
-    for (gi, pi), t in order:
-        if t["begin"] != off:
-            raise csdkit.StoreError("'{}': the stores' pieces do not tile the model: "
-                                    "param_groups[{}].params[{}] starts at {}, expected {}"
-                                    .format(src, gi, pi, t["begin"], off))
-        glayout.append(("param_groups[{}].params[{}]".format(gi, pi), t["numel"],
-                        gis.index(gi), gi))
-        off += t["numel"]
-    if off != total:
-        raise csdkit.StoreError("'{}': the stores' pieces cover {} elements, the records {}"
-                                .format(src, off, total))
-    # 3. The new stores, one per new rank: pieces as _ZeroMixin._plan cuts them.
-    ndev = meta["devices"] if devices is None else int(devices)
-    created = not os.path.exists(dst)
-    os.makedirs(dst, exist_ok=True)
-    try:
-        offs = []
-        at = 0
-        for _, n, _, _ in glayout:
-            offs.append(at)
-            at += n
-        for r, (lo, hi) in enumerate(slices):
-            layout, pieces, groups = [], [], []
-            for (name, n, g, gi), o in zip(glayout, offs):
-                a, b = max(lo, o), min(hi, o + n)
-                if a >= b:
-                    continue
-                if g not in groups:
-                    groups.append(g)
-                layout.append(("{}[{}:{}]".format(name, a - o, b - o), b - a,
-                               groups.index(g)))
-                pieces.append((a, b))
-            hyper = [group_hyper[gis[g]] for g in groups]
-            part = {v: [flat[v][a:b] for a, b in pieces] for v in vars_}
-            sess = csdkit.Session.create(
-                os.path.join(dst, "rank-%d" % r), layout, hyper, part["theta"],
-                optimizer=meta["optimizer"], devices=ndev, backend=backend,
-                grad_dtype=meta["grad_dtype"], out_dtype=meta["out_dtype"],
-                loss_scale=meta["loss_scale"], device_mem=device_mem, link_model=link_model,
-                ftz=meta["ftz"], seed=meta["seed"])
-            sess.import_state(step, part["theta"], m=part.get("m"), v=part.get("v"),
-                              group_hyper=hyper)
-            del sess
-            record = dict(recs[0], world_size=world, rank=r, begin=lo, end=hi)
-            path = os.path.join(dst, "rank-%d.json" % r)
-            with open(path + ".tmp", "w") as f:
-                json.dump(record, f, indent=1)
-            os.replace(path + ".tmp", path)
-    except BaseException:
-        if created:
-            shutil.rmtree(dst, ignore_errors=True)
-        raise
-    return step
+    The work is done in C++ (csdkit/runtime/reshard.h), the code `csdkit reshard` runs too.
+    It reads every rank's record (checked: one format, model fingerprint, element count, dtype
+    and world size, ranks 0 .. W-1, ranges tiling [0, N) by the partition rule) and store (each
+    opened for reading, one at a time: layout pieces tiling the model, one optimizer and set of
+    state variables, the same committed step on every rank, else StoreError naming the ranks and
+    steps); then, one new rank at a time, gathers its slice of theta and m/v from the source
+    stores it overlaps, creates its store (the source's optimizer, dtypes, loss scale, ftz and
+    seed; subgroups sized for `device_mem`) and imports the slice at that step with, per local
+    param group, the hyper-parameters the source recorded for the global group; the records
+    rank-<r>.json come last. `src` is only read; `dst` must be absent or empty and is left as it
+    was found if the reshard fails. StoreError for a set that cannot be re-split, ValueError for
+    a bad argument (a world size for which a rank would own nothing, a device count the new
+    slices cannot hold). No device is opened: `backend` (still checked) and `link_model` change
+    nothing."""
+    return csdkit._csdkit.reshard(os.fspath(src), os.fspath(dst), int(world),
+                                  None if devices is None else int(devices), backend=backend,
+                                  device_mem=int(device_mem), link_model=bool(link_model))
 
 
 class _ZeroMixin:
@@ -284,9 +109,6 @@ class _ZeroMixin:
                                "group (dist.init_process_group), found none"
                                .format(type(self).__name__))
         super().__init__(params, *args, **kwargs)
-        if self._compress is not None:
-            raise NotImplementedError("{}: compress= is not supported with torch.distributed "
-                                      "(Top-K runs in one process)".format(type(self).__name__))
         self._pg = process_group
         self._rank = dist.get_rank(process_group)
         self._world = dist.get_world_size(process_group)
@@ -599,7 +421,8 @@ class _ZeroMixin:
         """One data-parallel step (a collective: every rank of the group calls it). Arguments
         as csdkit.torch's step(). The report (last_report) is this rank's store's, plus
         'rank', 'world_size', 'clip_coef' and, with max_grad_norm, 'grad_norm' (the global
-        norm of the averaged gradient as given, equal on every rank)."""
+        norm of the averaged gradient as given, equal on every rank; with compress=, of the
+        averaged accumulated gradient: see _step_topk)."""
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -627,6 +450,11 @@ class _ZeroMixin:
             if g is None:
                 flat[off:off + p.numel()].zero_()
         mine = self._reduce()
+        if self._compress is not None:
+            rep = self._step_topk(grads, mine, loss_scale, found_inf)
+            if rep is not None:
+                self._finish_step(rep, grad_scaler, scaler_state)
+            return loss
         # 2. Agreement: partial sum of squares (float64, in 1 Mi-element chunks in order),
         # local inf flag, and which parameters have a gradient here.
         sumsq = torch.zeros((), dtype=torch.float64, device=flat.device)
@@ -675,31 +503,270 @@ class _ZeroMixin:
                                "({})".format(self._rank, rep.get("skip_reason")))
         # 4. Every slice's new weights to every rank.
         if not skip:
-            if self._weights_host is not None:
-                self._flat_weights[lo:plan["hi"]].copy_(self._weights_host)
-            self._all_gather_flat(self._flat_weights)
-            for p, off, h in zip(self._params, plan["offsets"], has):
-                if h:
-                    p.copy_(self._flat_weights[off:off + p.numel()].reshape(p.shape))
+            self._publish_weights(has)
         rep["rank"], rep["world_size"], rep["clip_coef"] = self._rank, W, clip
         if self._max_grad_norm > 0:
             rep["grad_norm"] = norm
         self._finish_step(rep, grad_scaler, scaler_state)
         return loss
 
-    # -- not distributed ---------------------------------------------------------------------
+    def _publish_weights(self, has):
+        """Step 4: this rank's new weights (in its chunk of the flat weights buffer, or the
+        pinned host buffer) all-gathered, and copied into the parameters stepped (`has`)."""
+        plan = self._plan_
+        if self._weights_host is not None:
+            self._flat_weights[plan["lo"]:plan["hi"]].copy_(self._weights_host)
+        self._all_gather_flat(self._flat_weights)
+        for p, off, h in zip(self._params, plan["offsets"], has):
+            if h:
+                p.copy_(self._flat_weights[off:off + p.numel()].reshape(p.shape))
+
+    def _gather_floats(self, values):
+        """Every rank's list of numbers (float64, all-gathered), in rank order."""
+        mine = torch.tensor(values, dtype=torch.float64, device=self._device)
+        out = [torch.empty_like(mine) for _ in range(self._world)]
+        dist.all_gather(out, mine, group=self._pg)
+        return [o.tolist() for o in out]
+
+    # -- compression ----------------------------------------------------------------------
+
+    def _step_topk(self, grads, mine, loss_scale, found_inf):
+        """Steps 2 and 3 with compress=TopK. This rank's slice of the summed gradient (`mine`)
+        is compressed and stepped exactly as csdkit.torch compresses and steps a whole model
+        (the same code: _topk_accumulate, _topk_sumsq, _topk_encode, _topk_commit, over this
+        rank's store and its (device, subgroup) slices) given that sum with loss scale
+        world * scale: the residual is per rank, of its pieces, in the sum's units (kept at
+        loss scale world * scale). Two all-gathers of a few float64 each: (a) each rank's
+        GradScaler inf flag and has-gradient bits (needed before accumulating: a parameter
+        without a gradient on any rank adds neither gradient nor residual, and keeps its
+        residual); (b) each rank's sum of squares of its accumulated slice (with
+        max_grad_norm) and whether its streams hold a non-finite value (a non-finite
+        accumulated value, always kept, or a kept value that overflows the grad dtype: what
+        makes the kit skip). The step is skipped everywhere if any rank's flag is set; the norm
+        is sqrt(sum of the partial sums in rank order) / world: that of the averaged
+        accumulated gradient (gradient + residual / world), as the one-process path clips by
+        the accumulated gradient's norm, and for world = 1 the same number bit for bit.
+        Returns the report, or None when no rank has a gradient (no step)."""
+        plan, W = self._plan_, self._world
+        rows = self._gather_floats([1.0 if found_inf else 0.0] +
+                                   [0.0 if g is None else 1.0 for g in grads])
+        has = [any(m[1 + t] for m in rows) for t in range(len(grads))]
+        if not any(has):
+            return None  # as torch.optim: no gradient anywhere, no step
+        scale = 1.0 if loss_scale is None else float(loss_scale)
+        kit_scale = scale * W
+        lo = plan["lo"]
+        src = mine.to(self._params[0].dtype)  # bf16 over gloo: the float32 sum, rounded once
+        local = [v if has[t] else None
+                 for v, (t, _, _) in zip(self._piece_views(src, lo), plan["pieces"])]
+        acc = self._topk_accumulate(local, kit_scale, src.device)
+        sumsq = self._topk_sumsq(acc) if self._max_grad_norm > 0 else 0.0
+        streams = self._topk_encode(acc)  # acc is now the candidate residual
+        bad = any(not bool(torch.isfinite(val).all()) for _, _, val in streams)
+        rows2 = self._gather_floats([sumsq, 1.0 if bad else 0.0])
+        skip = any(m[0] for m in rows) or any(m[1] for m in rows2)
+        total = 0.0
+        for m in rows2:  # rank order: the same float64 additions on every rank
+            total += m[0]
+        norm = math.sqrt(total) / W if math.isfinite(total) else float("inf")
+        clip = 1.0
+        if self._max_grad_norm > 0 and not skip:
+            clip = min(1.0, self._max_grad_norm / (norm / scale + 1e-6))
+        dst = (self._flat_weights[lo:plan["hi"]] if self._weights_host is None
+               else self._weights_host)
+        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        rep = self._session.step_sparse(
+            streams, group_hyper=[hyper[g] for g in plan["groups"]],
+            weights_out=self._piece_views(dst, lo), mode=self._mode, loss_scale=kit_scale,
+            found_inf=skip, clip_coef=clip,
+            no_grad=[j for j, g in enumerate(local) if g is None])
+        if bool(rep["skipped"]) != skip:
+            # Cannot happen (the kit skips only for a non-finite stream value, which every rank
+            # learnt in (b)): refuse rather than let the ranks' stores diverge.
+            raise RuntimeError("rank {}: the store skipped a step the ranks agreed to take "
+                               "({})".format(self._rank, rep.get("skip_reason")))
+        if not skip:
+            self._topk_commit(acc, local, kit_scale)
+            self._publish_weights(has)
+        rep["rank"], rep["world_size"], rep["clip_coef"] = self._rank, W, clip
+        if self._max_grad_norm > 0:
+            rep["grad_norm"] = norm
+        return rep
+
+    def _topk_residual(self, j):
+        """Local layout entry j (piece (t, a, b)): its residual in self.state[p] of tensor t,
+        1-D over the piece's elements, or None."""
+        t = self._plan_["pieces"][j][0]
+        st = self.state.get(self._params[t])
+        if not st or st.get("topk_residual") is None:
+            return None
+        return st["topk_residual"], float(st.get("topk_residual_scale", 1.0))
+
+    def _topk_keep(self, j, values, scale):
+        t, a, b = self._plan_["pieces"][j]
+        off = self._plan_["offsets"][t]
+        st = self.state[self._params[t]]
+        res = st.get("topk_residual")
+        if res is None or res.device != values.device or res.numel() != b - a:
+            res = torch.empty(b - a, dtype=torch.float32, device=values.device)
+            st["topk_residual"] = res
+        res.copy_(values)
+        st["topk_residual_scale"] = scale
+        st["topk_residual_range"] = (a - off, b - off)
+
+    # -- this rank's state dict ------------------------------------------------------------
+
+    def _partition_record(self):
+        plan = self._plan_
+        return dict(format=_FORMAT, world_size=self._world, rank=self._rank,
+                    total_elements=plan["total"], begin=plan["lo"], end=plan["hi"],
+                    fingerprint="%014x" % self._fingerprint(self._params, self._layout),
+                    step=self._session.step_count)
 
     def state_dict(self):
-        raise NotImplementedError(
-            "{}.state_dict(): the optimizer state is partitioned over the ranks' stores (each "
-            "rank's store is its checkpoint, committed every step: restart with the same world "
-            "size and call resume()); a gathered state dict is not implemented"
-            .format(type(self).__name__))
+        """This rank's part of the optimizer state that its store does not hold (the stores,
+        committed every step, hold the weights and the optimizer's m/v: resume() restarts from
+        them), in torch.optim's outer format; save one per rank. Not a collective.
+
+          'param_groups': torch.optim's (hyper-parameters, parameter indices);
+          'state': per parameter index (torch.optim's numbering) whose piece this rank owns and
+              that has a compress=TopK residual: 'topk_residual' (float32 CPU, 1-D, the
+              piece's elements), 'topk_residual_scale' (float64 scalar tensor: the loss scale
+              it is kept at, world * the GradScaler's) and 'topk_residual_range' ([a, b]: the
+              piece's elements in the flattened parameter);
+          'partition': this rank's record (format, world_size, rank, total_elements, begin,
+              end, fingerprint) and 'step', its store's committed step; None before the store
+              is opened.
+
+        torch.optim.X.load_state_dict cannot use it (the state is one rank's part); this
+        class's load_state_dict on the same rank can."""
+        sd = torch.optim.Optimizer.state_dict(self)
+        index_of = {}
+        for g, sg in zip(self.param_groups, sd["param_groups"]):
+            for p, i in zip(g["params"], sg["params"]):
+                index_of.setdefault(id(p), i)
+        state, partition = {}, None
+        if self._session is not None:
+            partition = self._partition_record()
+            for t, _, _ in self._plan_["pieces"]:
+                p = self._params[t]
+                st = self.state.get(p) or {}
+                if st.get("topk_residual") is None:
+                    continue
+                state[index_of[id(p)]] = {
+                    "topk_residual": st["topk_residual"].detach().to("cpu", copy=True),
+                    "topk_residual_scale": torch.tensor(float(st["topk_residual_scale"]),
+                                                        dtype=torch.float64),
+                    "topk_residual_range": list(st["topk_residual_range"])}
+        return {"state": state, "param_groups": sd["param_groups"], "partition": partition}
 
     def load_state_dict(self, state_dict):
-        raise NotImplementedError(
-            "{}.load_state_dict(): loading a state dict into partitioned stores is not "
-            "implemented; resume() restarts from the stores".format(type(self).__name__))
+        """Loads this rank's state_dict() into this rank (not a collective), after resume()
+        (or a step) has opened the stores: the param groups replace this optimizer's
+        (hyper-parameters, as torch.optim does; the store gets them with the next step), and
+        the Top-K residuals of this rank's pieces replace its own (pieces without one: zero).
+        Checked before anything changes: 'partition' must be this rank's (format, world size,
+        rank, element range, model fingerprint) and its 'step' the store's committed step
+        (csdkit.StoreError otherwise: residuals belong to the step they were saved at); each
+        residual must be of a piece this rank owns, with that piece's range and element count,
+        finite, with a scale > 0 (ValueError). A state dict saved before the store existed
+        ('partition' None) holds param groups only."""
+        name = type(self).__name__
+        if not isinstance(state_dict, dict) or any(
+                k not in state_dict for k in ("state", "param_groups", "partition")):
+            raise ValueError("state_dict: expected a rank's {}.state_dict() of "
+                             "csdkit.torch.distributed (a dict with 'state', 'param_groups' and "
+                             "'partition'), found {}".format(
+                                 name, sorted(state_dict) if isinstance(state_dict, dict)
+                                 else type(state_dict)))
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        new_groups, param_at = [], {}
+        for g, sg in zip(self.param_groups, saved_groups):
+            if len(g["params"]) != len(sg["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't "
+                                 "match the size of optimizer's group")
+            ng = dict(g)
+            ng.update({k: v for k, v in sg.items() if k != "params"})
+            ng["params"] = g["params"]
+            self._check_group(ng)
+            new_groups.append(ng)
+            for p, i in zip(g["params"], sg["params"]):
+                param_at.setdefault(i, p)
+        part, saved = state_dict["partition"], state_dict["state"]
+        residuals = {}  # tensor index t -> (residual on the gradients' device, scale)
+        if part is None:
+            if saved:
+                raise ValueError("state_dict: expected no 'state' in a state dict without a "
+                                 "'partition' (saved before the store existed), found entries "
+                                 "for parameters {}".format(sorted(saved)))
+        else:
+            if self._session is None:
+                raise csdkit.StoreError(
+                    "{}.load_state_dict: the stores under '{}' are not open; call resume() on "
+                    "every rank first (the state dict belongs to a committed step of this "
+                    "rank's store)".format(name, self._store_root))
+            mine = self._partition_record()
+            keys = ("format", "world_size", "rank", "total_elements", "begin", "end",
+                    "fingerprint")
+            if not isinstance(part, dict) or any(part.get(k) != mine[k] for k in keys):
+                raise csdkit.StoreError(
+                    "state_dict: expected the state of rank {} of {} (elements [{}, {}) of {}, "
+                    "fingerprint {}), found {}".format(
+                        mine["rank"], mine["world_size"], mine["begin"], mine["end"],
+                        mine["total_elements"], mine["fingerprint"],
+                        {k: part.get(k) for k in keys} if isinstance(part, dict) else part))
+            if part.get("step") != mine["step"]:
+                raise csdkit.StoreError(
+                    "state_dict: expected the state of committed step {} (that of the store "
+                    "'{}'), found step {}: its Top-K residuals belong to that step; load the "
+                    "state dict saved at step {} (or none: the residuals restart at zero)".format(
+                        mine["step"], self._store_dir, part.get("step"), mine["step"]))
+            t_of = {id(p): t for t, p in enumerate(self._params)}
+            piece_of = {t: (a - self._plan_["offsets"][t], b - self._plan_["offsets"][t])
+                        for t, a, b in self._plan_["pieces"]}
+            for i, st in saved.items():
+                what = "state[{}]".format(i)
+                if i not in param_at:
+                    raise ValueError("{}: expected a parameter index of param_groups, found "
+                                     "none".format(what))
+                res = st.get("topk_residual") if isinstance(st, dict) else None
+                if res is None:
+                    continue
+                t = t_of[id(param_at[i])]
+                rng = st.get("topk_residual_range")
+                rng = tuple(int(x) for x in rng) if isinstance(rng, (list, tuple)) else rng
+                if piece_of.get(t) != rng:
+                    raise ValueError("{}['topk_residual_range']: expected {} (this rank's "
+                                     "piece of the parameter), found {!r}".format(
+                                         what, list(piece_of[t]) if t in piece_of
+                                         else "no piece", rng))
+                n = rng[1] - rng[0]
+                if not torch.is_tensor(res) or res.numel() != n:
+                    raise ValueError("{}['topk_residual']: expected a tensor of {} elements "
+                                     "(the piece's), found {}".format(
+                                         what, n, tuple(res.shape) if torch.is_tensor(res)
+                                         else type(res)))
+                res = res.detach().to(device="cpu", dtype=torch.float32).reshape(-1)
+                if not bool(torch.isfinite(res).all()):
+                    raise ValueError("{}['topk_residual']: expected finite values, found a "
+                                     "non-finite one".format(what))
+                sc = st.get("topk_residual_scale", 1.0)
+                sc = float(sc.item() if torch.is_tensor(sc) else sc)
+                if not (math.isfinite(sc) and sc > 0):
+                    raise ValueError("{}['topk_residual_scale']: expected a finite number > 0, "
+                                     "found {!r}".format(what, sc))
+                residuals[t] = (res.to(self._device, copy=True), sc)
+        self.param_groups[:] = new_groups
+        if part is not None:
+            for t, a, b in self._plan_["pieces"]:
+                st = self.state[self._params[t]]
+                for k in ("topk_residual", "topk_residual_scale", "topk_residual_range"):
+                    st.pop(k, None)
+                if t in residuals:
+                    st["topk_residual"], st["topk_residual_scale"] = residuals[t]
+                    st["topk_residual_range"] = piece_of[t]
 
 
 def _distributed(base):

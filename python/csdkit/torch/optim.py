@@ -24,6 +24,7 @@ correctly rounded copy). Deviations from torch.optim are listed in docs/trainer.
 
 import math
 import os
+import time
 import warnings
 
 import torch
@@ -103,8 +104,10 @@ class _StoreOptimizer(torch.optim.Optimizer):
         self._shapes = None      # their shapes
         self._staging = None     # per parameter: None (CPU) or (pinned grad, pinned weights)
         #: The report of the last step as a dict (csdkit StepReport; with max_grad_norm also
-        #: 'grad_norm', the gradients' global L2 norm before clipping), or None before any.
+        #: 'grad_norm', the gradients' global L2 norm before clipping; 'host_seconds', see
+        #: step()), or None before any.
         self.last_report = None
+        self._marks = None       # perf_counter() just before and after the binding's step call
         for group in self.param_groups:
             self._check_group(group)
 
@@ -273,7 +276,20 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 kit divides out in its step; a non-finite gradient skips the step, and the
                 scaler learns it (its found_inf for this optimizer) so that scaler.update()
                 backs off.
+
+        The report (last_report) gets 'host_seconds': perf_counter() intervals of this call
+        outside the runtime's own clock, which together cover it up to the report's hand-over:
+        'setup' (group checks, opening or creating the store, the GradScaler's state),
+        'gradients_out' (checks, this step's hyper-parameters; CUDA: the copies into pinned
+        host buffers and the wait for them; compress=: accumulation, selection, encoding and the
+        streams' copy to the host),
+        'session' (the binding's step call: the gather into the transfer buffer with its
+        finiteness check, the runtime's step -- the report's 'seconds' --, the weights written
+        to the parameters or, for CUDA, to the pinned buffers), 'weights_in' (CUDA: the copies
+        back into the parameters, queued without waiting for them; compress=: also the
+        residual's update).
         """
+        t_enter = time.perf_counter()
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -292,9 +308,11 @@ class _StoreOptimizer(torch.optim.Optimizer):
                                 for t in scaler_state["found_inf_per_device"].values())
             else:
                 loss_scale = float(grad_scaler._get_scale_async())
+        t_grads = time.perf_counter()
         if self._compress is not None:
             rep = self._step_compressed(self._checked_grads(staged=False), loss_scale, found_inf)
             if rep is not None:
+                rep["host_seconds"] = self._host_seconds(t_enter, t_grads)
                 self._finish_step(rep, grad_scaler, scaler_state)
             return loss
         grads = self._checked_grads(staged=True)
@@ -304,16 +322,25 @@ class _StoreOptimizer(torch.optim.Optimizer):
             torch.cuda.synchronize()
         hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
         out = [p if s is None else s[1] for p, s in zip(self._params, self._staging)]
+        self._marks = [time.perf_counter()]
         rep = self._session.step(grads, group_hyper=hyper, weights_out=out, mode=self._mode,
                                  loss_scale=loss_scale, found_inf=found_inf,
                                  max_norm=self._max_grad_norm,
                                  return_norm=self._max_grad_norm > 0)
+        self._marks.append(time.perf_counter())
         if not rep["skipped"]:
             for p, s, g in zip(self._params, self._staging, grads):
                 if s is not None and g is not None:
                     p.copy_(s[1].reshape(p.shape), non_blocking=True)
+        rep["host_seconds"] = self._host_seconds(t_enter, t_grads)
         self._finish_step(rep, grad_scaler, scaler_state)
         return loss
+
+    def _host_seconds(self, t_enter, t_grads):
+        """step()'s intervals around the binding's call (see step()), ending now."""
+        t_call, t_back = self._marks
+        return {"setup": t_grads - t_enter, "gradients_out": t_call - t_grads,
+                "session": t_back - t_call, "weights_in": time.perf_counter() - t_back}
 
     def _finish_step(self, rep, grad_scaler, scaler_state):
         """Tells the GradScaler whether the step was skipped; keeps the report."""
@@ -355,13 +382,18 @@ class _StoreOptimizer(torch.optim.Optimizer):
         return grads
 
     # -- compression ------------------------------------------------------------------------
+    # A compressed step in four pieces, shared with csdkit.torch.distributed (whose ranks step
+    # their slice of the model through their store exactly as this class steps a whole model
+    # through its own): _topk_accumulate, _topk_sumsq, _topk_encode, _topk_commit. They work on
+    # the store's layout entries (session.layout); where entry j keeps its error-feedback
+    # residual is said by _topk_residual(j) / _topk_keep(j, ...) (here: self.state[p] of the
+    # j-th parameter, in the parameter's shape).
 
     def _step_compressed(self, grads, loss_scale, found_inf):
         """The step with compress=TopK: accumulate (gradient + residual), compress every
         (device, subgroup) slice where the gradient lives, step the kit with the streams, and
         keep the new residual only when the step was not skipped. Returns the report, or None
         when no parameter has a gradient (no step, as torch.optim)."""
-        comp = self._compress
         if all(g is None for g in grads):
             return None
         # Parameters without a gradient (None) are left alone, as by torch.optim: nothing of
@@ -373,75 +405,116 @@ class _StoreOptimizer(torch.optim.Optimizer):
                              "compress= (the flattened gradient is built there), found {}"
                              .format(sorted(map(str, devices))))
         dev = devices.pop()
-        sess = self._session
-        gdtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[
-            sess.grad_dtype]
         scale = 1.0 if loss_scale is None else float(loss_scale)
-        offsets = sess.tensor_offsets
-        subgroups = sess.subgroups
-        total = max(sg["begin"] + sg["n"] for sg in subgroups)
-        if self._flat_acc is None or self._flat_acc.numel() != total \
-                or self._flat_acc.device != dev:
-            self._flat_acc = torch.zeros(total, dtype=torch.float32, device=dev)
-        flat = self._flat_acc  # group padding stays 0: no tensor is ever written there
-        # acc = grad + residual, in binary32 (the residual first rescaled to this step's loss
-        # scale when it changed; exact for GradScaler's power-of-two factors).
-        for p, g, off in zip(self._params, grads, offsets):
-            n = p.numel()
-            dst = flat[off:off + n]
-            if g is None:
-                dst.zero_()
-                continue
-            dst.copy_(g.reshape(-1))
-            if comp.error_feedback:
-                st = self.state[p]
-                res = st.get("topk_residual")
-                if res is not None:
-                    rs = float(st.get("topk_residual_scale", 1.0))
-                    r = res.reshape(-1).to(dev)
-                    if rs != scale:
-                        r = r * (scale / rs)
-                    dst.add_(r)
+        flat = self._topk_accumulate(grads, scale, dev)
         norm = None
         clip_coef = 1.0
         if self._max_grad_norm > 0:
             # The norm of the accumulated gradient (what the compressor sees), before
             # compression; as given, i.e. times the loss scale, as the dense path reports it.
-            norm = math.sqrt(float(sum(flat[sg["begin"]:sg["begin"] + sg["n"]].double()
-                                       .square().sum() for sg in subgroups)))
+            norm = math.sqrt(self._topk_sumsq(flat))
             if math.isfinite(norm):
                 clip_coef = min(1.0, self._max_grad_norm / (norm / scale + 1e-6))
             # A non-finite norm means a non-finite value, which is kept: the kit skips.
-        streams = []
-        for sg in subgroups:
-            seg = flat[sg["begin"]:sg["begin"] + sg["n"]]
-            blk, idx, val, kept = comp.encode(seg, gdtype)
-            # The residual of this slice, in place: the kept entries lose what was sent.
-            seg.index_put_((kept,), seg[kept] - val.float())
-            streams.append((blk.cpu(), idx.cpu(), val.cpu()))
+        streams = self._topk_encode(flat)
         hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
         out = [p if s is None else s[1] for p, s in zip(self._params, self._staging)]
-        rep = sess.step_sparse(streams, group_hyper=hyper, weights_out=out, mode=self._mode,
-                               loss_scale=loss_scale, found_inf=found_inf, clip_coef=clip_coef,
-                               no_grad=no_grad)
+        self._marks = [time.perf_counter()]
+        rep = self._session.step_sparse(streams, group_hyper=hyper, weights_out=out,
+                                        mode=self._mode, loss_scale=loss_scale,
+                                        found_inf=found_inf, clip_coef=clip_coef,
+                                        no_grad=no_grad)
+        self._marks.append(time.perf_counter())
         if norm is not None:
             rep["grad_norm"] = norm
         if not rep["skipped"]:
             for p, s, g in zip(self._params, self._staging, grads):
                 if s is not None and g is not None:
                     p.copy_(s[1].reshape(p.shape), non_blocking=True)
-            if comp.error_feedback:
-                for p, g, off in zip(self._params, grads, offsets):
-                    if g is None:
-                        continue
-                    st = self.state[p]
-                    res = st.get("topk_residual")
-                    if res is None or res.device != dev or res.shape != p.shape:
-                        res = torch.empty(p.shape, dtype=torch.float32, device=dev)
-                        st["topk_residual"] = res
-                    res.reshape(-1).copy_(flat[off:off + p.numel()])
-                    st["topk_residual_scale"] = scale
+            self._topk_commit(flat, grads, scale)
         return rep
+
+    def _topk_accumulate(self, grads, scale, dev):
+        """The accumulated gradient of the store's layout as one float32 tensor on `dev`
+        (reused from step to step): layout entry j's elements (at session.tensor_offsets[j])
+        are float32(grads[j]) + entry j's residual, one binary32 addition, the residual first
+        rescaled to `scale` (this step's loss scale) when it was kept at another one (exact for
+        GradScaler's power-of-two factors); zeros where grads[j] is None and in the group
+        padding. `grads`: one tensor (any shape, the entry's element count) or None per
+        entry."""
+        sess = self._session
+        offsets = sess.tensor_offsets
+        total = max(sg["begin"] + sg["n"] for sg in sess.subgroups)
+        if self._flat_acc is None or self._flat_acc.numel() != total \
+                or self._flat_acc.device != dev:
+            self._flat_acc = torch.zeros(total, dtype=torch.float32, device=dev)
+        flat = self._flat_acc  # group padding stays 0: no entry is ever written there
+        for j, (g, off, (_, n, _)) in enumerate(zip(grads, offsets, sess.layout)):
+            dst = flat[off:off + n]
+            if g is None:
+                dst.zero_()
+                continue
+            dst.copy_(g.reshape(-1))
+            if self._compress.error_feedback:
+                res = self._topk_residual(j)
+                if res is not None:
+                    r, rs = res
+                    r = r.reshape(-1).to(dev)
+                    if rs != scale:
+                        r = r * (scale / rs)
+                    dst.add_(r)
+        return flat
+
+    def _topk_sumsq(self, flat):
+        """The sum of squares of the accumulated gradient `flat`, in float64: each subgroup's
+        sum on flat's device, added in subgroup order; a Python float."""
+        return float(sum(flat[sg["begin"]:sg["begin"] + sg["n"]].double().square().sum()
+                         for sg in self._session.subgroups))
+
+    def _topk_encode(self, flat):
+        """One (blk, idx, val) stream (CPU) per subgroup of the store, in session.subgroups'
+        order, from the accumulated gradient `flat`, which becomes the candidate residual in
+        place: what was not sent, and acc - float32(sent) where something was."""
+        sess = self._session
+        gdtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[
+            sess.grad_dtype]
+        streams = []
+        for sg in sess.subgroups:
+            seg = flat[sg["begin"]:sg["begin"] + sg["n"]]
+            blk, idx, val, kept = self._compress.encode(seg, gdtype)
+            # The residual of this slice, in place: the kept entries lose what was sent.
+            seg.index_put_((kept,), seg[kept] - val.float())
+            streams.append((blk.cpu(), idx.cpu(), val.cpu()))
+        return streams
+
+    def _topk_commit(self, flat, grads, scale):
+        """After a step the kit took: the candidate residual in `flat` becomes the residual of
+        every layout entry that had a gradient, kept at loss scale `scale`."""
+        if not self._compress.error_feedback:
+            return
+        for j, (g, off, (_, n, _)) in enumerate(zip(grads, self._session.tensor_offsets,
+                                                    self._session.layout)):
+            if g is not None:
+                self._topk_keep(j, flat[off:off + n], scale)
+
+    def _topk_residual(self, j):
+        """Layout entry j's residual as (float32 tensor, loss scale), or None (zero)."""
+        st = self.state[self._params[j]]
+        res = st.get("topk_residual")
+        if res is None:
+            return None
+        return res, float(st.get("topk_residual_scale", 1.0))
+
+    def _topk_keep(self, j, values, scale):
+        """Keeps `values` (1-D float32, layout entry j's elements) as entry j's residual."""
+        p = self._params[j]
+        st = self.state[p]
+        res = st.get("topk_residual")
+        if res is None or res.device != values.device or res.shape != p.shape:
+            res = torch.empty(p.shape, dtype=torch.float32, device=values.device)
+            st["topk_residual"] = res
+        res.reshape(-1).copy_(values)
+        st["topk_residual_scale"] = scale
 
     # -- state in PyTorch's format ----------------------------------------------------------
 
