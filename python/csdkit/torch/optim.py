@@ -710,7 +710,8 @@ _KIT_DOC = """
     norm computed while the gradients are gathered: no second pass; with compress, the norm of
     the accumulated gradient before compression), compress (None: dense gradients;
     csdkit.torch.TopK(ratio): Top-K streams per (device, subgroup) with error feedback, the
-    residual in self.state[p]['topk_residual']; every parameter needs a gradient each step).
+    residual in self.state[p]['topk_residual']; a parameter without a gradient is left alone, its
+    residual too).
 """
 
 
