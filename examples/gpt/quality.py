@@ -117,17 +117,11 @@ def parse_args(argv):
 
 
 def prepare_dir(option, path):
-    """Creates `path`, or accepts it empty; anything else is refused (nothing is deleted or
-    overwritten that this script did not create)."""
-    if path.exists() or path.is_symlink():
-        if not path.is_dir():
-            die("{} {}: expected a directory (absent or empty), found something else"
-                .format(option, path))
-        if any(path.iterdir()):
-            die("{} {}: expected an absent or empty directory, found one with files; choose "
-                "another {} or remove it yourself".format(option, path, option))
-    else:
-        path.mkdir(parents=True)
+    """train_gpt.py's rule for an output directory (absent or empty; nothing deleted or
+    overwritten), refusing as this script does."""
+    sys.path.insert(0, str(TRAIN.parent))
+    import train_gpt  # noqa: E402  (imported here: the study itself runs it as subprocesses)
+    train_gpt.prepare_dir(option, path, fail=die)
 
 
 def command(args, name, ratio, error_feedback):

@@ -667,16 +667,18 @@ def parse_args(argv):
     return args
 
 
-def prepare_dir(option, path):
-    """Creates `path`, or accepts it empty. Anything else is refused: this script never deletes
-    or overwrites what it did not create."""
+def prepare_dir(option, path, fail=None):
+    """Creates `path`, or accepts it empty. Anything else is refused (through `fail`, default
+    die): this script never deletes or overwrites what it did not create. quality.py uses it
+    too, with its own `fail`."""
+    die_ = fail or die
     if path.exists() or path.is_symlink():
         if not path.is_dir():
-            die("{} {}: expected a directory (absent or empty), found something else"
-                .format(option, path))
+            die_("{} {}: expected a directory (absent or empty), found something else"
+                 .format(option, path))
         if any(path.iterdir()):
-            die("{} {}: expected an absent or empty directory, found one with files; "
-                "choose another {} or remove it yourself".format(option, path, option))
+            die_("{} {}: expected an absent or empty directory, found one with files; "
+                 "choose another {} or remove it yourself".format(option, path, option))
     else:
         path.mkdir(parents=True)
 

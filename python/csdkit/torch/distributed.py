@@ -749,14 +749,7 @@ class _ZeroMixin:
                                          what, n, tuple(res.shape) if torch.is_tensor(res)
                                          else type(res)))
                 res = res.detach().to(device="cpu", dtype=torch.float32).reshape(-1)
-                if not bool(torch.isfinite(res).all()):
-                    raise ValueError("{}['topk_residual']: expected finite values, found a "
-                                     "non-finite one".format(what))
-                sc = st.get("topk_residual_scale", 1.0)
-                sc = float(sc.item() if torch.is_tensor(sc) else sc)
-                if not (math.isfinite(sc) and sc > 0):
-                    raise ValueError("{}['topk_residual_scale']: expected a finite number > 0, "
-                                     "found {!r}".format(what, sc))
+                sc = _optim._residual_scale(res, st, what)
                 residuals[t] = (res.to(self._device, copy=True), sc)
         self.param_groups[:] = new_groups
         if part is not None:

@@ -615,14 +615,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
             res = st.get("topk_residual")
             if res is not None:
                 res = self._flat(res, p, what + "['topk_residual']")
-                if not bool(torch.isfinite(res).all()):
-                    raise ValueError("{}['topk_residual']: expected finite values, found a "
-                                     "non-finite one".format(what))
-                scale = st.get("topk_residual_scale", 1.0)
-                scale = float(scale.item() if torch.is_tensor(scale) else scale)
-                if not (math.isfinite(scale) and scale > 0):
-                    raise ValueError("{}['topk_residual_scale']: expected a finite number > 0, "
-                                     "found {!r}".format(what, scale))
+                scale = _residual_scale(res, st, what)
                 residuals.append((res.reshape(p.shape).to(p.device), scale))
             else:
                 residuals.append(None)
@@ -701,6 +694,21 @@ def _check_adam_args(lr, betas, eps, weight_decay):
         raise ValueError("Invalid beta parameter at index 1: {}".format(betas[1]))
     if not 0.0 <= weight_decay:
         raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
+
+
+def _residual_scale(res, st, what):
+    """A loaded Top-K residual's checks (finite values) and its scale from the state entry `st`
+    (st['topk_residual_scale'], default 1.0; a finite number > 0), as a float. `what` names the
+    entry in the errors. Shared by the one-process and the distributed load_state_dict."""
+    if not bool(torch.isfinite(res).all()):
+        raise ValueError("{}['topk_residual']: expected finite values, found a "
+                         "non-finite one".format(what))
+    scale = st.get("topk_residual_scale", 1.0)
+    scale = float(scale.item() if torch.is_tensor(scale) else scale)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError("{}['topk_residual_scale']: expected a finite number > 0, "
+                         "found {!r}".format(what, scale))
+    return scale
 
 
 _KIT_DOC = """
