@@ -16,7 +16,10 @@ set(csdkit_cli_cases
   "reps_zero|bench~step~--reps~0|--reps: expected a whole number in \\[1, 1000\\], found 0"
   "trace_dir|kernel~--backend~rtl~--n~64~--trace~${csdkit_cli_dir}/none/x.fst|--trace '.*': expected a file in an existing directory"
   "trace_backend|kernel~--n~64~--trace~x.fst|--trace: expected --backend rtl"
-  "replay_problem_option|kernel~--replay~${csdkit_cli_dir}/none~--n~64|--replay: expected only --json and device options with it .*, found --n")
+  "replay_problem_option|kernel~--replay~${csdkit_cli_dir}/none~--n~64|--replay: expected only --json and device options with it .*, found --n"
+  "null_overflow|step~--dir~${csdkit_cli_dir}/none~--backend~null~--overflow-at~1|--overflow-at: expected a backend that moves data, found --backend null"
+  "null_dump|step~--dir~${csdkit_cli_dir}/none~--backend~null~--dump-launches~${csdkit_cli_dir}/none|--dump-launches: expected a backend that moves data, found --backend null"
+  "null_kernel|kernel~--backend~null~--n~64|--backend: null not in \\{model,rtl,opencl\\}")
 # Each case: name|arguments separated by ~|a regular expression the output must match.
 foreach(c IN LISTS csdkit_cli_cases)
   string(FIND "${c}" "|" a)
@@ -113,3 +116,25 @@ add_test(NAME cli_step_dump_refusals COMMAND sh -c [=[
 set_tests_properties(cli_step_dump_refusals PROPERTIES LABELS quick
   PASS_REGULAR_EXPRESSION "--dump-launches: expected a new or empty directory, found 'full' with files in it\nexit status 2\n.*--dump-launches: expected a new or empty directory, found 'plainfile', which is not a directory\nexit status 2\n.*--dump-launches: expected to create 'no/such/parent', found No such file or directory \\(its parent must exist\\)\nexit status 2\n.*--dump-only: expected a device below 2 \\(the store's\\), found 2:0\nexit status 2\n.*--dump-only: expected a subgroup of device 0 below 2, found 0:2\nexit status 2\n.*--dump-only: expected DEVICE:SUBGROUP \\(whole numbers, e.g. 0:3\\), found '0-1'\nexit status 2\n.*--dump-only requires --dump-launches.*exit status [12][0-9]*\n.*step 0"
   FAIL_REGULAR_EXPRESSION "committed step")
+
+# `step --backend null` plans the next step of a store on null devices: its bytes per link and
+# virtual seconds equal those of the same step on emulated devices (SmartUpdate dense and Top-K,
+# the baseline with 2 threads), and the store stays where it was.
+set(csdkit_step_null_dir ${CMAKE_CURRENT_BINARY_DIR}/step_null)
+add_test(NAME cli_step_null_equals_model COMMAND sh -c [=[
+  B="$1"
+  rm -rf "$2" && mkdir -p "$2" && cd "$2" || exit 1
+  "$B" init --dir s --devices 4 --params 1000003 --subgroup 131072 > /dev/null || exit 1
+  figures() { tr -d ' \n' < "$1" | grep -o '"bytes":{[^}]*}\|"virtual_seconds":[^,}]*' | tr '\n' ' '; }
+  for args in "--mode smart" "--mode smart --topk 0.02" "--mode baseline --threads 2 --no-pin"; do
+    "$B" step --dir s $args --backend null --json > plan.json || exit 1
+    "$B" step --dir s $args --json > real.json || exit 1
+    p=$(figures plan.json); r=$(figures real.json)
+    [ -n "$p" ] && [ "$p" = "$r" ] || { echo "plan and step differ ($args): $p / $r"; exit 1; }
+    echo "same figures: $args"
+  done
+  "$B" step --dir s --backend null > /dev/null || exit 1
+  "$B" info --dir s | grep -o "committed step [0-9]*" | head -1]=]
+  sh $<TARGET_FILE:csdkit> ${csdkit_step_null_dir})
+set_tests_properties(cli_step_null_equals_model PROPERTIES LABELS quick
+  PASS_REGULAR_EXPRESSION "same figures: --mode smart\nsame figures: --mode smart --topk 0.02\nsame figures: --mode baseline --threads 2 --no-pin\n.*committed step 3")

@@ -36,3 +36,11 @@ target_link_libraries(store_rollback_test PRIVATE csdkit_runtime csdkit_system)
 target_compile_definitions(store_rollback_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/store_rollback_test_stores")
 gtest_discover_tests(store_rollback_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+
+# The null (planning) device: the same step as on emulated devices, traffic formulas,
+# determinism, a 33e9-parameter plan in bounded memory.
+csdkit_test(null_device_test)
+target_link_libraries(null_device_test PRIVATE csdkit_runtime csdkit_system csdkit_emu)
+target_compile_definitions(null_device_test PRIVATE
+  CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/null_device_test_stores")
+gtest_discover_tests(null_device_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)

@@ -1,7 +1,10 @@
 #include "csdkit/emu/link_model.h"
 
 #include <algorithm>
+#include <queue>
 #include <stdexcept>
+#include <string>
+#include <tuple>
 
 namespace csdkit::emu {
 
@@ -9,62 +12,111 @@ nlohmann::json LinkProfile::ToJson() const {
   return {{"ssd_read_gbs", ssd_read / 1e9},
           {"ssd_write_gbs", ssd_write / 1e9},
           {"uplink_gbs", uplink / 1e9},
-          {"kernel_ddr_gbs", kernel_ddr / 1e9}};
+          {"kernel_ddr_gbs", kernel_ddr / 1e9},
+          {"host_update_gbs", host_update / 1e9}};
 }
 
-LinkModel::LinkModel(const LinkProfile& p, unsigned devices)
-    : p_(p), ssd_read_(devices), ssd_write_(devices), kernel_(devices) {
-  if (p.ssd_read <= 0 || p.ssd_write <= 0 || p.uplink <= 0 || p.kernel_ddr <= 0) {
-    throw std::invalid_argument("link profile: expected positive bandwidths");
+LinkModel::LinkModel(const LinkProfile& p, unsigned devices) : p_(p), devices_(devices) {
+  if (!(p.ssd_read > 0) || !(p.ssd_write > 0) || !(p.uplink > 0) || !(p.kernel_ddr > 0) ||
+      !(p.host_update > 0)) {
+    throw std::invalid_argument("link profile: expected positive bandwidths, found ssd_read " +
+                                std::to_string(p.ssd_read) + ", ssd_write " +
+                                std::to_string(p.ssd_write) + ", uplink " +
+                                std::to_string(p.uplink) + ", kernel_ddr " +
+                                std::to_string(p.kernel_ddr) + ", host_update " +
+                                std::to_string(p.host_update));
   }
 }
 
-double LinkModel::Book(std::initializer_list<Resource*> rs, double seconds, VirtualClock* vc) {
+void LinkModel::Record(VirtualClock* vc, std::initializer_list<uint32_t> res, double seconds) {
+  if (vc == nullptr) return;  // outside every worker's schedule (see the header)
+  Op op{};
+  op.nres = 0;
+  for (uint32_t r : res) op.res[op.nres++] = r;
+  op.seconds = seconds;
+  op.delay = vc->now;  // the worker's own time since its last operation
+  vc->now = 0.0;
   std::lock_guard<std::mutex> lock(mu_);
-  double start = vc != nullptr ? vc->now : 0.0;
-  for (Resource* r : rs) start = std::max(start, r->free_at);
-  const double end = start + seconds;
-  for (Resource* r : rs) r->free_at = end;
-  if (vc != nullptr) vc->now = end;
-  horizon_ = std::max(horizon_, end);
-  return end;
+  ops_[vc->worker].push_back(op);
+  ++count_;
 }
 
-double LinkModel::BookTransfer(unsigned d, Link link, uint64_t bytes, VirtualClock* vc) {
-  if (d >= kernel_.size()) throw std::out_of_range("link model: device index out of range");
+void LinkModel::BookTransfer(unsigned d, Link link, uint64_t bytes, VirtualClock* vc) {
+  if (d >= devices_) {
+    throw std::out_of_range("link model: expected a device below " + std::to_string(devices_) +
+                            ", found " + std::to_string(d));
+  }
   const double b = static_cast<double>(bytes);
   switch (link) {
     case Link::kSsdToFpga:
-      return Book({&ssd_read_[d]}, b / p_.ssd_read, vc);
+      return Record(vc, {SsdRead(d)}, b / p_.ssd_read);
     case Link::kFpgaToSsd:
-      return Book({&ssd_write_[d]}, b / p_.ssd_write, vc);
+      return Record(vc, {SsdWrite(d)}, b / p_.ssd_write);
     case Link::kHostToDevice:
     case Link::kDeviceToHost:
-      return Book({&uplink_}, b / p_.uplink, vc);
+      return Record(vc, {Uplink()}, b / p_.uplink);
     case Link::kNvmeToHost:
-      return Book({&ssd_read_[d], &uplink_}, b / std::min(p_.ssd_read, p_.uplink), vc);
+      return Record(vc, {SsdRead(d), Uplink()}, b / std::min(p_.ssd_read, p_.uplink));
     case Link::kHostToNvme:
-      return Book({&ssd_write_[d], &uplink_}, b / std::min(p_.ssd_write, p_.uplink), vc);
+      return Record(vc, {SsdWrite(d), Uplink()}, b / std::min(p_.ssd_write, p_.uplink));
   }
-  return 0.0;
 }
 
-double LinkModel::BookKernel(unsigned d, uint64_t bytes, VirtualClock* vc) {
-  if (d >= kernel_.size()) throw std::out_of_range("link model: device index out of range");
-  return Book({&kernel_[d]}, static_cast<double>(bytes) / p_.kernel_ddr, vc);
+void LinkModel::BookKernel(unsigned d, uint64_t bytes, VirtualClock* vc) {
+  if (d >= devices_) {
+    throw std::out_of_range("link model: expected a device below " + std::to_string(devices_) +
+                            ", found " + std::to_string(d));
+  }
+  Record(vc, {Kernel(d)}, static_cast<double>(bytes) / p_.kernel_ddr);
+}
+
+void LinkModel::BookHost(uint64_t bytes, VirtualClock* vc) {
+  Record(vc, {}, static_cast<double>(bytes) / p_.host_update);
 }
 
 double LinkModel::Horizon() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return horizon_;
+  // The discrete-event schedule of RECORD, THEN SCHEDULE: a min-heap of (clock, worker).
+  std::vector<double> free_at(3 * devices_ + 1, 0.0);
+  struct Cursor {
+    const std::vector<Op>* ops;
+    size_t next;
+  };
+  std::map<unsigned, Cursor> cur;
+  using Entry = std::tuple<double, unsigned>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+  for (const auto& [w, ops] : ops_) {
+    if (ops.empty()) continue;
+    cur[w] = Cursor{&ops, 0};
+    ready.push({ops[0].delay, w});
+  }
+  double horizon = 0.0;
+  while (!ready.empty()) {
+    const auto [clock, w] = ready.top();
+    ready.pop();
+    Cursor& c = cur[w];
+    const Op& op = (*c.ops)[c.next];
+    double start = clock;
+    for (uint8_t i = 0; i < op.nres; ++i) start = std::max(start, free_at[op.res[i]]);
+    const double end = start + op.seconds;
+    for (uint8_t i = 0; i < op.nres; ++i) free_at[op.res[i]] = end;
+    horizon = std::max(horizon, end);
+    if (++c.next < c.ops->size()) ready.push({end + (*c.ops)[c.next].delay, w});
+  }
+  // Own time a worker added to its clock after its last operation is not in the window (the
+  // scheduler books all of its work, host computation included, as operations).
+  return horizon;
+}
+
+uint64_t LinkModel::Operations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return count_;
 }
 
 void LinkModel::Reset() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto* v : {&ssd_read_, &ssd_write_, &kernel_})
-    for (Resource& r : *v) r.free_at = 0.0;
-  uplink_.free_at = 0.0;
-  horizon_ = 0.0;
+  ops_.clear();
+  count_ = 0;
 }
 
 }  // namespace csdkit::emu

@@ -51,10 +51,16 @@ CLI::Validator FiniteIn(double lo, double hi, bool lo_open) {
 }
 
 void DeviceOptions::Add(CLI::App* c) {
+  std::vector<std::string> backends{"model", "rtl", "opencl"};
+  if (allow_null) backends.push_back("null");
   c->add_option("--backend", backend,
-                "devices: model (emulated SmartSSDs, host-model kernel), rtl (emulated, "
-                "Verilated RTL), opencl (OpenCL devices: PoCL, or Xilinx cards with --xclbin)")
-      ->check(CLI::IsMember({"model", "rtl", "opencl"}))
+                std::string("devices: model (emulated SmartSSDs, host-model kernel), rtl "
+                            "(emulated, Verilated RTL), opencl (OpenCL devices: PoCL, or Xilinx "
+                            "cards with --xclbin)") +
+                    (allow_null ? ", null (planning: no data moved or computed, bytes counted "
+                                  "and time booked on the link model; the store is only read)"
+                                : ""))
+      ->check(CLI::IsMember(backends))
       ->capture_default_str();
   c->add_option("--platform", platform, "opencl: substring of the OpenCL platform name");
   c->add_option("--xclbin", xclbin,

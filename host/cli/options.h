@@ -26,7 +26,8 @@ CLI::Validator FiniteIn(double lo, double hi, bool lo_open);
 std::string JsonText(const nlohmann::json& j);
 
 /// --backend, --platform, --xclbin, --device, --device-mem, --no-link-model, --ds-config,
-/// --memory and --trace (rtl): what the device set needs.
+/// --memory and --trace (rtl): what the device set needs. --backend null only where
+/// allow_null is set before Add.
 struct DeviceOptions {
   std::string backend;
   std::string platform, xclbin;
@@ -36,6 +37,8 @@ struct DeviceOptions {
   std::string ds_config;  // a DeepSpeed config file with an "aio" block
   std::string memory;     // rtl: AXI memory timing
   std::string trace;      // rtl: FST waveform file
+  /// Whether --backend accepts null (planning devices: commands that step a store only).
+  bool allow_null = false;
 
   /// Defaults of the command: its backend and its rtl memory timing.
   DeviceOptions(std::string backend_default, std::string memory_default)

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -197,7 +198,10 @@ std::vector<StepReport> DoSteps(Store& store, StoreDevices& sys, const StepOpts&
   std::vector<StepReport> reps;
   for (int i = 0; i < o.steps; ++i) {
     const int64_t t = store.step() + 1;
-    const GradientSet g = GradientSet::Synthetic(store, t, o.topk, t == o.overflow_step ? 0 : -1);
+    // A planning store (--backend null) gets the gradient's sizes only.
+    const GradientSet g =
+        store.planning() ? GradientSet::Planned(store, o.topk)
+                         : GradientSet::Synthetic(store, t, o.topk, t == o.overflow_step ? 0 : -1);
     StepOptions so;
     so.mode = ParseUpdateMode(o.mode);
     so.clip_coef = o.clip;
@@ -260,9 +264,25 @@ void AddStep(CLI::App& app) {
                 "dump only these launches: DEVICE:SUBGROUP pairs, comma-separated")
       ->delimiter(',')
       ->needs(c->get_option("--dump-launches"));
+  o->dev.allow_null = true;
   o->dev.Add(c);
   c->callback([o] {
-    Store store = Store::Open(o->dir);
+    // --backend null plans the store's next steps: the store is opened for reading (its
+    // configuration, layout and step), the steps run on a planning copy of it (Store::PlanCopy)
+    // with null devices, and nothing in the store's files is read or written.
+    const bool plan = o->dev.backend == "null";
+    if (plan && !o->dump_dir.empty()) {
+      throw std::invalid_argument("--dump-launches: expected a backend that moves data, found "
+                                  "--backend null (a plan has no launch data)");
+    }
+    if (plan && o->overflow_step >= 0) {
+      throw std::invalid_argument("--overflow-at: expected a backend that moves data, found "
+                                  "--backend null (a planned gradient has no values)");
+    }
+    Store opened = Store::Open(o->dir, plan ? StoreAccess::kRead : StoreAccess::kWrite);
+    std::optional<Store> planned;
+    if (plan) planned.emplace(opened.PlanCopy());
+    Store& store = plan ? *planned : opened;
     ParseDumpOnly(o->dump_only, store);  // refused before anything runs
     if (!o->dump_dir.empty()) PrepareDumpDir(o->dump_dir);
     StoreDevices sys(store, o->dev);
@@ -271,7 +291,14 @@ void AddStep(CLI::App& app) {
     if (o->json) {
       nlohmann::json j = nlohmann::json::array();
       for (const auto& r : reps) j.push_back(r.ToJson());
-      std::cout << JsonText(nlohmann::json{{"store", store.Describe()}, {"steps", j}}) << "\n";
+      std::cout << JsonText(nlohmann::json{{"store", opened.Describe()},
+                                           {"backend", o->dev.backend},
+                                           {"steps", j}})
+                << "\n";
+    } else if (plan) {
+      for (const auto& r : reps) PrintStepLine(r, m_bytes);
+      std::printf("planned on null devices; the store stays at step %lld\n",
+                  static_cast<long long>(opened.step()));
     } else {
       for (const auto& r : reps) {
         PrintStepLine(r, m_bytes);

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <new>
+#include <stdexcept>
 #include <utility>
 
 namespace csdkit {
@@ -25,21 +26,53 @@ AlignedBuffer::AlignedBuffer(std::size_t bytes) {
   std::memset(data_, 0, size_);
 }
 
-AlignedBuffer::~AlignedBuffer() { std::free(data_); }
+AlignedBuffer AlignedBuffer::Reserve(std::size_t bytes) {
+  AlignedBuffer b;
+  b.size_ = bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;
+  void* p = ::mmap(nullptr, b.size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+  if (p == MAP_FAILED) {
+    b.size_ = 0;
+    throw std::bad_alloc();
+  }
+  b.data_ = static_cast<uint8_t*>(p);
+  b.reserved_ = true;
+  return b;
+}
+
+namespace {
+void Release(uint8_t* data, std::size_t size, bool reserved) {
+  if (data == nullptr) return;
+  if (reserved) {
+    ::munmap(data, size);
+  } else {
+    std::free(data);
+  }
+}
+}  // namespace
+
+AlignedBuffer::~AlignedBuffer() { Release(data_, size_, reserved_); }
 
 AlignedBuffer::AlignedBuffer(AlignedBuffer&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+    : data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
+      reserved_(std::exchange(o.reserved_, false)) {}
 
 AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
   if (this != &o) {
-    std::free(data_);
+    Release(data_, size_, reserved_);
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
+    reserved_ = std::exchange(o.reserved_, false);
   }
   return *this;
 }
 
 AlignedBuffer AlignedBuffer::Clone() const {
+  if (reserved_) {
+    throw std::logic_error("AlignedBuffer::Clone: a reserved address range holds no bytes to "
+                           "copy");
+  }
   if (size_ == 0) return AlignedBuffer();
   AlignedBuffer c(size_);
   if (size_ != 0) std::memcpy(c.data_, data_, size_);

@@ -23,6 +23,35 @@ bool FiniteBits(uint32_t bits, DType t) {
 
 }  // namespace
 
+GradientSet GradientSet::Planned(const Store& store, double topk) {
+  if (!(topk >= 0.0 && topk <= 1.0)) {
+    throw std::invalid_argument("topk: expected a ratio in (0, 1], or 0 for dense, found " +
+                                std::to_string(topk));
+  }
+  const StoreConfig& c = store.config();
+  GradientSet g;
+  g.dtype_ = c.grad;
+  g.params_ = c.params;
+  g.planned_ = true;
+  g.known_finite_ = 1;
+  if (topk > 0.0) {
+    g.sparse_ = true;
+    g.streams_.resize(c.devices);
+    for (unsigned d = 0; d < c.devices; ++d) {
+      for (const Subgroup& sg : store.Subgroups(d)) {
+        SparseGrad s;
+        s.n = sg.n;
+        s.nnz = TopKCount(sg.n, topk);
+        s.dtype = c.grad;
+        g.streams_[d].push_back(std::move(s));
+      }
+    }
+  } else {
+    g.dense_ = AlignedBuffer::Reserve(c.params * DTypeBytes(c.grad));
+  }
+  return g;
+}
+
 GradientSet GradientSet::Synthetic(const Store& store, int64_t step, double topk,
                                    int64_t poison) {
   const StoreConfig& c = store.config();
@@ -228,6 +257,10 @@ GradientSet GradientSet::FromStreams(const Store& store,
 
 GradientSet GradientSet::TopK(const Store& store, double ratio) const {
   if (sparse_) throw std::invalid_argument("Top-K: the gradient set is already sparse");
+  if (planned_) {
+    throw std::invalid_argument("Top-K: a planned gradient set has no values to compress (use "
+                                "GradientSet::Planned(store, ratio))");
+  }
   const StoreConfig& c = store.config();
   const unsigned eb = DTypeBytes(dtype_);
   GradientSet g;

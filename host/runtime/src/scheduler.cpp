@@ -216,8 +216,22 @@ Scheduler::Scheduler(Store& store, DeviceGroup& devices) : store_(store), device
                                 " devices for this store, found " +
                                 std::to_string(devices_.size()));
   }
+  if (store.planning() && devices_.moves_data()) {
+    throw std::invalid_argument("scheduler: a planning store (no files, no state) needs null "
+                                "devices (backend null), found devices that move data");
+  }
+  if (!store.planning() && !devices_.moves_data()) {
+    throw std::invalid_argument("scheduler: null devices hold no data and need a planning store "
+                                "(Store::Plan or PlanCopy), found the store '" + store.dir() +
+                                "' with files");
+  }
   for (unsigned d = 0; d < devices_.size(); ++d) kernel_mu_.push_back(std::make_unique<std::mutex>());
-  if (store.config().out != DType::kFp32) weights16_ = AlignedBuffer(store.config().params * 2);
+  // A planning store's weights are never written (null devices move no bytes): an address
+  // range with no memory stands in for the copy, whatever the model's size.
+  if (store.config().out != DType::kFp32) {
+    weights16_ = store.planning() ? AlignedBuffer::Reserve(store.config().params * 2)
+                                  : AlignedBuffer(store.config().params * 2);
+  }
 }
 
 Scheduler::~Scheduler() = default;
@@ -241,6 +255,7 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
   const unsigned rs = store_.slot(), ws = 1 - rs;
   const uint64_t shard_base = store_.shards()[d].begin;
   VirtualClock vc;
+  vc.worker = d * 2 + w;  // unique per step: the link model schedules by worker
   double io = 0, compute = 0;
   std::vector<aio::IoTicket> pending;  // deferred write-backs of the previous subgroup
   auto drain = [&] {
@@ -367,10 +382,9 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
   std::lock_guard<std::mutex> lock(*rep_mu);
   rep->io_seconds += io;
   rep->compute_seconds += compute;
-  rep->virtual_seconds = std::max(rep->virtual_seconds, vc.now);
 }
 
-void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<size_t>* next,
+void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, unsigned nt,
                              const GradientSet& g, const std::vector<KernelLaunch>& k,
                              Store::Checksums* crcs, StepReport* rep, std::mutex* rep_mu,
                              const StepOptions& o) {
@@ -381,21 +395,29 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<si
   const uint64_t sgb = c.subgroup_elems;
   // Host buffers, allocated once per worker at the subgroup size: the state the optimizer has
   // (store var order), the dense gradient, the low-precision copy, the status word.
+  // A planning store holds no data (null devices): the worker issues the same transfers and
+  // books the same host computation, and skips what would read or write the values; its
+  // buffers are then address ranges with no memory behind them.
+  const bool data = !store_.planning();
+  auto host_buffer = [data](uint64_t bytes) {
+    return data ? AlignedBuffer(bytes) : AlignedBuffer::Reserve(bytes);
+  };
   UpdateLaunch<AlignedBuffer> hb;
   std::vector<AlignedBuffer*> var_buf;
   for (const std::string& name : store_.vars()) {
     AlignedBuffer& b = StateOf(hb, name);
-    b = AlignedBuffer(sgb * 4);
+    b = host_buffer(sgb * 4);
     var_buf.push_back(&b);
   }
-  if (!g.sparse()) hb.grad = AlignedBuffer(sgb * eb);
-  if (c.out != DType::kFp32) hb.out16 = AlignedBuffer(sgb * 2);
+  if (!g.sparse()) hb.grad = host_buffer(sgb * eb);
+  if (c.out != DType::kFp32) hb.out16 = host_buffer(sgb * 2);
   hb.status = AlignedBuffer(hls::kWordBytes);
   double io = 0, compute = 0;
   VirtualClock vc;
-  for (;;) {
-    const size_t idx = (*next)++;
-    if (idx >= work->size() || abort_) break;
+  vc.worker = t;
+  // Thread t takes subgroups t, t + nt, ...: a fixed split, so that each thread's transfers
+  // (and the virtual time the link model schedules from them) are the same on every run.
+  for (size_t idx = t; idx < work->size() && !abort_; idx += nt) {
     const Subgroup& sg = (*work)[idx];
     const unsigned d = sg.device;
     Device& dev = devices_.device(d);
@@ -406,9 +428,9 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<si
       loads.push_back(dev.HostRead(store_.file(d, v, rs), sg.file_offset(), var_buf[v]->data(),
                                    sg.io_bytes(), &vc));
     }
-    for (auto& t : loads) t.Wait();
+    for (auto& ticket : loads) ticket.Wait();
     io += Since(t0);
-    for (unsigned v = 0; v < nv; ++v) {
+    for (unsigned v = 0; data && v < nv; ++v) {
       const uint32_t crc = Crc32(var_buf[v]->data(), 4ull * sg.n);
       if (crc != store_.checksum(d, v, sg.index)) {
         CorruptState(store_, d, v, sg, store_.checksum(d, v, sg.index), crc);
@@ -425,65 +447,72 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, std::atomic<si
       l.grad = const_cast<hls::Word*>(s.val.words());
       l.sp_idx = const_cast<hls::Word*>(s.idx.words());
       l.sp_blk = const_cast<hls::Word*>(s.blk.words());
-    } else {
+    } else if (data) {
       std::memcpy(hb.grad.data(), g.dense().data() + (shard_base + sg.begin) * eb,
                   static_cast<uint64_t>(sg.n) * eb);
     }
     l.SetScalars(sg.n, nnz, k[sg.group]);
-    // Tensors without a gradient keep their weights and state: saved here, put back below.
-    const auto frozen = FrozenIn(g, shard_base, sg);
-    std::vector<std::vector<uint8_t>> saved;
-    for (const auto& [lo, hi] : frozen) {
-      for (unsigned v = 0; v < nv; ++v) {
-        const uint8_t* p = var_buf[v]->data() + 4ull * lo;
-        saved.emplace_back(p, p + 4ull * (hi - lo));
+    // The update itself (planning: skipped; the state, zeros, stays what it was).
+    uint32_t err = 0;
+    if (data) {
+      // Tensors without a gradient keep their weights and state: saved here, put back below.
+      const auto frozen = FrozenIn(g, shard_base, sg);
+      std::vector<std::vector<uint8_t>> saved;
+      for (const auto& [lo, hi] : frozen) {
+        for (unsigned v = 0; v < nv; ++v) {
+          const uint8_t* p = var_buf[v]->data() + 4ull * lo;
+          saved.emplace_back(p, p + 4ull * (hi - lo));
+        }
       }
-    }
-    const bool dump = Dumps(o, d, sg);
-    UpdateLaunch<AlignedBuffer> dump_in, dump_out;
-    if (dump) {
-      CopyBack(store_.vars(), var_buf, true, sg.n, nnz, eb, l.grad, l.sp_idx,
-               g.sparse() ? l.sp_blk : nullptr, hb, c.out, &dump_in);
-    }
-    const uint32_t err = InvokeUpdate(l);
-    if (dump) {
-      CopyBack(store_.vars(), var_buf, false, sg.n, nnz, eb, nullptr, nullptr, nullptr, hb,
-               c.out, &dump_out);
-      DumpLaunch(o, d, sg, nnz, dump_in, dump_out);
-    }
-    for (size_t f = 0, k2 = 0; f < frozen.size(); ++f) {
-      for (unsigned v = 0; v < nv; ++v, ++k2) {
-        std::memcpy(var_buf[v]->data() + 4ull * frozen[f].first, saved[k2].data(), saved[k2].size());
+      const bool dump = Dumps(o, d, sg);
+      UpdateLaunch<AlignedBuffer> dump_in, dump_out;
+      if (dump) {
+        CopyBack(store_.vars(), var_buf, true, sg.n, nnz, eb, l.grad, l.sp_idx,
+                 g.sparse() ? l.sp_blk : nullptr, hb, c.out, &dump_in);
       }
+      err = InvokeUpdate(l);
+      if (dump) {
+        CopyBack(store_.vars(), var_buf, false, sg.n, nnz, eb, nullptr, nullptr, nullptr, hb,
+                 c.out, &dump_out);
+        DumpLaunch(o, d, sg, nnz, dump_in, dump_out);
+      }
+      for (size_t f = 0, k2 = 0; f < frozen.size(); ++f) {
+        for (unsigned v = 0; v < nv; ++v, ++k2) {
+          std::memcpy(var_buf[v]->data() + 4ull * frozen[f].first, saved[k2].data(),
+                      saved[k2].size());
+        }
+      }
+      compute += Since(t1);
     }
-    const double dt = Since(t1);
-    compute += dt;
-    vc.now += dt;  // host compute takes real time on the real system too
+    // Virtual time: the host's update at the link profile's host rate, from the launch's memory
+    // traffic (its measured wall time here would make the estimate depend on this machine and
+    // its load, and differ from run to run).
+    devices_.BookHostCompute(LaunchMemoryTraffic(l.mode, sg.n, nnz), &vc);
     if (err != 0) {
       throw std::runtime_error("host update of device " + std::to_string(d) + " subgroup " +
                                std::to_string(sg.index) + ": " +
                                DescribeKernelError(err, hb.status.as<uint32_t>()[1]));
     }
-    if (c.out != DType::kFp32) {
+    if (data && c.out != DType::kFp32) {
       std::memcpy(weights16_.data() + (shard_base + sg.begin) * 2, hb.out16.data(), 2ull * sg.n);
-    } else if (o.fp32_weights_out) {
+    } else if (data && o.fp32_weights_out) {
       std::memcpy(weights32_.data() + (shard_base + sg.begin) * 4, hb.theta.data(), 4ull * sg.n);
     }
     std::vector<aio::IoTicket> writes;
     for (unsigned v = 0; v < nv; ++v) {
-      (*crcs)[d][v][sg.index] = Crc32(var_buf[v]->data(), 4ull * sg.n);
+      (*crcs)[d][v][sg.index] =
+          data ? Crc32(var_buf[v]->data(), 4ull * sg.n) : store_.checksum(d, v, sg.index);
       writes.push_back(dev.HostWrite(store_.file(d, v, ws), sg.file_offset(), var_buf[v]->data(),
                                      sg.io_bytes(), &vc));
     }
     t0 = Clock::now();
-    for (auto& t : writes) t.Wait();
+    for (auto& ticket : writes) ticket.Wait();
     io += Since(t0);
     Progress(o);
   }
   std::lock_guard<std::mutex> lock(*rep_mu);
   rep->io_seconds += io;
   rep->compute_seconds += compute;
-  rep->virtual_seconds = std::max(rep->virtual_seconds, vc.now);
 }
 
 StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
@@ -542,6 +571,15 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
     }
   }
 
+  if (grads.planned() && !store_.planning()) {
+    throw std::invalid_argument("gradients: a planned gradient set (sizes, no values) needs a "
+                                "planning store and null devices, found the store '" +
+                                store_.dir() + "'");
+  }
+  if (store_.planning() && !o.dump_dir.empty()) {
+    throw std::invalid_argument("launch dump: a planning store (null devices) has no launch "
+                                "data to dump, found a dump directory '" + o.dump_dir + "'");
+  }
   if (!o.dump_dir.empty()) {
     struct stat st{};
     if (o.phases != StepPhases::kAll) {
@@ -572,7 +610,8 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   dumped_ = 0;
   dump_read_bytes_ = 0;
   if (o.fp32_weights_out && c.out == DType::kFp32 && weights32_.size() == 0) {
-    weights32_ = AlignedBuffer(c.params * 4);
+    weights32_ = store_.planning() ? AlignedBuffer::Reserve(c.params * 4)
+                                   : AlignedBuffer(c.params * 4);
   }
   const LinkBytes before = devices_.bytes();
   devices_.ResetVirtualTime();
@@ -623,7 +662,6 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
       throw std::invalid_argument("step phases: only the smart mode can run partial phases");
     }
     const std::vector<Subgroup> work = store_.AllSubgroups();
-    std::atomic<size_t> next{0};
     const unsigned nt =
         o.host_threads ? o.host_threads : std::max(1u, std::thread::hardware_concurrency());
     // The host threads: created at the first baseline step and kept (pinned one per CPU
@@ -634,8 +672,8 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
     }
     rep.host_threads = nt;
     rep.pinned_threads = host_pool_->pinned();
-    host_pool_->Run([&](unsigned) {
-      guarded([&] { BaselineWorker(&work, &next, grads, k, &crcs, &rep, &rep_mu, o); });
+    host_pool_->Run([&](unsigned t) {
+      guarded([&] { BaselineWorker(&work, t, nt, grads, k, &crcs, &rep, &rep_mu, o); });
     });
   }
   for (auto& t : ts) t.join();
@@ -651,11 +689,8 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   rep.bytes = devices_.bytes() - before;
   rep.bytes[Link::kDeviceToHost] -= dump_read_bytes_;  // the dump's reads are not the step's
   rep.dumped_launches = dumped_;
-  if (devices_.has_link_model()) {
-    rep.virtual_seconds = std::max(rep.virtual_seconds, devices_.VirtualHorizon());
-  } else {
-    rep.virtual_seconds = 0;
-  }
+  // The link model's schedule of what every worker issued (deterministic: see link_model.h).
+  rep.virtual_seconds = devices_.has_link_model() ? devices_.VirtualHorizon() : 0.0;
   return rep;
 }
 

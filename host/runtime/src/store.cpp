@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -711,6 +712,55 @@ Store Store::Open(const std::string& dir, StoreAccess access) {
   return s;
 }
 
+Store Store::Plan(const StoreConfig& cfg) {
+  CheckStoreConfig(cfg, false);
+  Store s;
+  s.cfg_ = cfg;
+  s.group_hyper_ = {cfg.hyper};
+  s.shards_ = MakeShards(cfg.params, cfg.devices, 1);
+  s.vars_ = StateVariables(cfg.hyper);
+  s.MakePlanning();
+  return s;
+}
+
+Store Store::PlanCopy() const {
+  Store s;
+  s.cfg_ = cfg_;
+  s.has_layout_ = has_layout_;
+  s.layout_ = layout_;
+  s.group_hyper_ = group_hyper_;
+  s.shards_ = shards_;
+  s.vars_ = vars_;
+  s.step_ = step_;
+  s.slot_ = slot_;
+  s.store_id_ = store_id_;
+  s.MakePlanning();
+  return s;
+}
+
+void Store::MakePlanning() {
+  planning_ = true;
+  access_ = StoreAccess::kWrite;
+  dir_.clear();
+  files_.clear();
+  files_.resize(cfg_.devices);
+  for (auto& per_var : files_) {
+    per_var.resize(vars_.size());
+    for (auto& slots : per_var) slots.resize(2);
+  }
+  // The state a null device holds is zeros: each subgroup's CRC is that of 4n zero bytes
+  // (subgroups mostly share one size, so few distinct values are computed).
+  std::map<uint32_t, uint32_t> zero_crc;
+  crcs_ = EmptyChecksums();
+  for (unsigned d = 0; d < cfg_.devices; ++d) {
+    ForEachSubgroup(d, [&](const Subgroup& g) {
+      auto it = zero_crc.find(g.n);
+      if (it == zero_crc.end()) it = zero_crc.emplace(g.n, Crc32OfZeros(4ull * g.n)).first;
+      for (unsigned v = 0; v < vars_.size(); ++v) crcs_[d][v][g.index] = it->second;
+    });
+  }
+}
+
 void Store::RequireWriter(const char* what) const {
   if (access_ != StoreAccess::kWrite) {
     throw std::logic_error(std::string(what) + ": store '" + dir_ + "' was opened for reading");
@@ -719,6 +769,7 @@ void Store::RequireWriter(const char* what) const {
 
 void Store::SyncNextSlot() {
   RequireWriter("SyncNextSlot");
+  if (planning_) return;  // no files
   const unsigned next = 1 - slot_;
   for (unsigned d = 0; d < cfg_.devices; ++d) {
     for (unsigned v = 0; v < vars_.size(); ++v) files_[d][v][next].Sync();
@@ -733,6 +784,28 @@ void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* us
   if (next_step < 0) {
     throw std::invalid_argument("commit: expected a step number >= 0, found " +
                                 std::to_string(next_step));
+  }
+  if (planning_) {
+    // In memory only: the same bookkeeping as a commit, no file and no manifest.
+    if (used != nullptr) {
+      if (used->size() != group_hyper_.size()) {
+        throw std::invalid_argument("commit: expected hyper-parameters for " +
+                                    std::to_string(group_hyper_.size()) + " groups, found " +
+                                    std::to_string(used->size()));
+      }
+      prev_group_hyper_ = group_hyper_;
+      group_hyper_ = *used;
+    } else {
+      prev_group_hyper_ = group_hyper_;
+    }
+    prev_crcs_ = crcs_;
+    prev_step_ = step_;
+    prev_slot_ = slot_;
+    has_previous_ = true;
+    crcs_ = crcs;
+    step_ = next_step;
+    slot_ = 1 - slot_;
+    return;
   }
   SyncNextSlot();
   if (commit_hook) commit_hook("synced");
@@ -785,6 +858,9 @@ void Store::CheckManifestUnchanged() const {
 
 void Store::RollBack(const aio::AioConfig& aio_cfg) {
   RequireWriter("RollBack");
+  if (planning_) {
+    throw std::logic_error("RollBack: a planning store holds no state to roll back to");
+  }
   if (!has_previous_) {
     Fail("store '" + dir_ + "' (committed step " + std::to_string(step_) + "): its manifest "
          "records no earlier state to roll back to (a store just created or rolled back, or "
@@ -827,6 +903,9 @@ Store Store::Open(const std::string& dir, const ParamLayout& expected, StoreAcce
 }
 
 void Store::Verify(const aio::AioConfig& aio_cfg) const {
+  if (planning_) {
+    throw std::logic_error("Verify: a planning store holds no state to verify");
+  }
   VerifySlot(slot(), crcs_, aio_cfg, "", "");
 }
 
@@ -855,6 +934,7 @@ nlohmann::json Store::Describe() const {
   nlohmann::json j = cfg_.ToJson();
   j["dir"] = dir_;
   j["store_id"] = store_id_;
+  j["planning"] = planning_;
   j["committed_step"] = step_;
   j["slot"] = slot();
   j["vars"] = vars_;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "csdkit/emu/emu_device.h"
+#include "csdkit/emu/null_device.h"
 #include "csdkit/platform/opencl_device.h"
 #include "csdkit/platform/xclbin.h"
 
@@ -14,7 +15,8 @@ Backend ParseBackend(const std::string& s) {
   if (s == "model") return Backend::kModel;
   if (s == "rtl") return Backend::kRtl;
   if (s == "opencl") return Backend::kOpenCl;
-  throw std::invalid_argument("backend: expected model, rtl or opencl, found '" + s + "'");
+  if (s == "null") return Backend::kNull;
+  throw std::invalid_argument("backend: expected model, rtl, opencl or null, found '" + s + "'");
 }
 
 const char* BackendName(Backend b) {
@@ -22,6 +24,7 @@ const char* BackendName(Backend b) {
     case Backend::kModel: return "model";
     case Backend::kRtl: return "rtl";
     case Backend::kOpenCl: return "opencl";
+    case Backend::kNull: return "null";
   }
   return "?";
 }
@@ -54,10 +57,21 @@ DeviceSet::DeviceSet(const DeviceSpec& spec) : spec_(spec) {
     return;
   }
   if (spec.device_mem == 0) {
-    throw std::invalid_argument("device memory: expected a size in bytes for emulated devices, "
-                                "found 0");
+    throw std::invalid_argument("device memory: expected a size in bytes for emulated and null "
+                                "devices, found 0");
   }
   if (spec.link_model) links_ = std::make_shared<emu::LinkModel>(spec.links, spec.first + spec.count);
+  if (spec.backend == Backend::kNull) {
+    // Planning devices: no xclbin to load, no storage engine, no memory behind buffers.
+    for (unsigned k = 0; k < spec.count; ++k) {
+      emu::NullOptions o;
+      o.index = spec.first + k;
+      o.capacity = spec.device_mem;
+      o.links = links_;
+      devices_.push_back(std::make_unique<emu::NullDevice>(o));
+    }
+    return;
+  }
   // Emulated devices load and check an xclbin as cards do: the one given, or the emulated
   // SmartSSD's (written into xclbin_dir on first use).
   std::string xclbin = spec.xclbin;
@@ -89,6 +103,10 @@ double DeviceSet::VirtualHorizon() const { return links_ ? links_->Horizon() : 0
 
 void DeviceSet::ResetVirtualTime() {
   if (links_) links_->Reset();
+}
+
+void DeviceSet::BookHostCompute(uint64_t bytes, VirtualClock* vc) {
+  if (links_) links_->BookHost(bytes, vc);
 }
 
 emu::EmulatedSmartSsd* DeviceSet::emulated(unsigned k) const {

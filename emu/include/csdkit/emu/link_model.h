@@ -1,16 +1,27 @@
 // A bandwidth model of a SmartSSD system in virtual time, so that a run on emulated devices can
-// report what its schedule would take on the cards.
+// report what its schedule would take on the cards, and a run on null devices can plan one.
 //
 // Resources: per device, the SSD's read channel, its write channel and the FPGA kernel (bounded
 // by its DDR bandwidth); shared by all devices, the host's PCIe uplink. A transfer occupies every
-// resource on its path for bytes / (slowest bandwidth on the path) seconds, starting when the
-// issuing worker and all those resources are free (VirtualClock). Operations are booked in the
-// order they are issued ("greedy in issue order"), which is how the runtime's workers issue them;
-// concurrency between workers appears because each worker has its own clock.
+// resource on its path for bytes / (slowest bandwidth on the path) seconds; host computation
+// (the baseline's CPU update) occupies only its worker, for bytes / host_update seconds.
+//
+// RECORD, THEN SCHEDULE. The runtime's workers are threads, and the order in which threads
+// reach a shared resource in real time changes from run to run. So the model does not book an
+// operation when it is issued: it appends it to its worker's list (VirtualClock::worker; the
+// worker's own order is its program order, the same on every run). When the window's time is
+// asked for (Horizon), it runs a discrete-event schedule of all lists: repeatedly the worker
+// whose clock is earliest (ties: the lower worker number) starts its next operation when it and
+// every resource on its path are free, first come first served. The result depends only on
+// what each worker issued, never on thread timing: a step is planned to the same virtual
+// seconds on every run, and on null devices exactly as on emulated ones. Operations issued
+// without a clock (a dump's read-backs, a one-off launch) are outside every worker's schedule:
+// their bytes are counted by the device, but they take no virtual time.
 #ifndef CSDKIT_EMU_LINK_MODEL_H_
 #define CSDKIT_EMU_LINK_MODEL_H_
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -25,6 +36,10 @@ struct LinkProfile {
   double ssd_write = 1.6e9;   // FPGA -> NVMe (P2P), also host -> NVMe
   double uplink = 8.0e9;      // the host's shared PCIe link, all devices together
   double kernel_ddr = 19.2e9; // FPGA DDR4-2400 x64: the updater kernel is DDR-bound
+  /// The baseline's CPU update, per host thread: bytes of the launch's memory traffic
+  /// (LaunchMemoryTraffic) per second. An assumption of the profile, not a measurement: about
+  /// 140 M AdamW elements per second per core (28 bytes each with fp16 gradients and copy).
+  double host_update = 4.0e9;
 
   /// The SmartSSD figures of the Smart-Infinity paper's system (the defaults above).
   static LinkProfile SmartSsd() { return LinkProfile(); }
@@ -35,28 +50,42 @@ class LinkModel {
  public:
   LinkModel(const LinkProfile& p, unsigned devices);
 
-  /// Books a transfer on `link` of `device` and returns its virtual end; advances *vc to it.
-  double BookTransfer(unsigned device, Link link, uint64_t bytes, VirtualClock* vc);
-  /// Books a kernel launch that streams `bytes` through the device's DDR.
-  double BookKernel(unsigned device, uint64_t bytes, VirtualClock* vc);
+  /// Records a transfer on `link` of `device` for the clock's worker (nothing without a clock).
+  void BookTransfer(unsigned device, Link link, uint64_t bytes, VirtualClock* vc);
+  /// Records a kernel launch that streams `bytes` through the device's DDR.
+  void BookKernel(unsigned device, uint64_t bytes, VirtualClock* vc);
+  /// Records host computation that streams `bytes` through host memory (one host thread).
+  void BookHost(uint64_t bytes, VirtualClock* vc);
 
-  /// The latest virtual end of anything booked.
+  /// The virtual end of the last operation of the window's schedule (see RECORD, THEN
+  /// SCHEDULE); 0 when nothing was recorded.
   double Horizon() const;
-  /// Forgets all bookings (a new step starts at 0).
+  /// Operations recorded in the window (for tests and reports).
+  uint64_t Operations() const;
+  /// Forgets the window's operations (a new step starts at 0).
   void Reset();
   const LinkProfile& profile() const { return p_; }
 
  private:
-  struct Resource {
-    double free_at = 0.0;
+  // One operation of a worker: up to two resources (index into free_at of the schedule) held
+  // for `seconds`, after `delay` seconds of the worker's own time (VirtualClock::now).
+  struct Op {
+    uint32_t res[2];
+    uint8_t nres;
+    double seconds;
+    double delay;
   };
-  double Book(std::initializer_list<Resource*> rs, double seconds, VirtualClock* vc);
+  uint32_t SsdRead(unsigned d) const { return 3 * d; }
+  uint32_t SsdWrite(unsigned d) const { return 3 * d + 1; }
+  uint32_t Kernel(unsigned d) const { return 3 * d + 2; }
+  uint32_t Uplink() const { return 3 * devices_; }
+  void Record(VirtualClock* vc, std::initializer_list<uint32_t> res, double seconds);
 
   LinkProfile p_;
+  unsigned devices_;
   mutable std::mutex mu_;
-  std::vector<Resource> ssd_read_, ssd_write_, kernel_;
-  Resource uplink_;
-  double horizon_ = 0.0;
+  std::map<unsigned, std::vector<Op>> ops_;  // per worker, in its issue order
+  uint64_t count_ = 0;
 };
 
 }  // namespace csdkit::emu

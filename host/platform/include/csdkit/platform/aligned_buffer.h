@@ -24,7 +24,17 @@ class AlignedBuffer {
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
 
-  /// A deep copy (same capacity, same bytes).
+  /// An address range of at least `bytes` (rounded up to kAlign) with no memory behind it: an
+  /// anonymous PROT_NONE mapping without swap reservation, so it costs neither RAM nor commit
+  /// charge at any size, and any access faults. Planning (the null device, a planned
+  /// gradient) passes such ranges where the runtime wants host addresses it never dereferences:
+  /// a plan of a 33e9-parameter model keeps its 66 GB weight copy this way. Throws
+  /// std::bad_alloc when the address space is refused.
+  static AlignedBuffer Reserve(std::size_t bytes);
+  /// True for a range from Reserve (its bytes cannot be read or written).
+  bool reserved() const { return reserved_; }
+
+  /// A deep copy (same capacity, same bytes); std::logic_error for a reserved range.
   AlignedBuffer Clone() const;
 
   std::size_t size() const { return size_; }
@@ -47,6 +57,7 @@ class AlignedBuffer {
  private:
   uint8_t* data_ = nullptr;
   std::size_t size_ = 0;
+  bool reserved_ = false;  // data_ is a PROT_NONE mapping (munmap, not free)
 };
 
 }  // namespace csdkit

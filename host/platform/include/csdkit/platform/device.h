@@ -47,10 +47,15 @@ struct LinkBytes {
   nlohmann::json ToJson() const;
 };
 
-/// A worker's position in virtual time (seconds). Every device operation may be given the
-/// issuing worker's clock: a device with a link model then books the operation on the links it
-/// uses and advances the clock to the operation's virtual end (see emu/.../link_model.h).
+/// A worker of the runtime in virtual time. Every device operation may be given the issuing
+/// worker's clock: a device with a link model then records the operation, in the worker's own
+/// order, on the links it uses; the link model schedules the recorded operations of all
+/// workers in virtual-time order when the step's time is asked for (see
+/// emu/.../link_model.h), so the result does not depend on how the threads interleaved.
+/// `worker` names the worker (unique among the clocks of one step: the scheduler numbers them);
+/// `now` is the worker's own delay outside the link model, added before its next operation.
 struct VirtualClock {
+  unsigned worker = 0;
   double now = 0.0;
 };
 
@@ -143,11 +148,18 @@ class DeviceGroup {
   virtual Device& device(unsigned k) const = 0;
   /// True when transfers and launches are booked on a link model in virtual time.
   virtual bool has_link_model() const = 0;
+  /// False for null devices (planning): they count and book transfers but hold no data, and
+  /// run only on a planning store (Store::Plan).
+  virtual bool moves_data() const = 0;
   /// The latest virtual end of anything booked since the last ResetVirtualTime (0 without a
   /// link model).
   virtual double VirtualHorizon() const = 0;
   /// Starts a new virtual-time window at 0 (a new step).
   virtual void ResetVirtualTime() = 0;
+  /// Books host computation that streams `bytes` through host memory (the baseline's CPU
+  /// update) on the worker's clock, at the link model's host update rate. Without a link model
+  /// nothing is booked.
+  virtual void BookHostCompute(uint64_t bytes, VirtualClock* vc) = 0;
   /// Bytes per link summed over the devices.
   LinkBytes bytes() const;
 };

@@ -23,6 +23,16 @@ class GradientSet {
   /// subgroup when topk > 0. `poison` >= 0 puts a +inf at that global element (tests).
   static GradientSet Synthetic(const Store& store, int64_t step, double topk,
                                int64_t poison = -1);
+  /// A gradient with sizes and no values, for planning on null devices (see Store::Plan): dense
+  /// (topk = 0) it is an address reservation of the model's size in the store's grad dtype
+  /// with no memory behind it (AlignedBuffer::Reserve: reading it faults, a null device never
+  /// does); Top-K it has, per (device, subgroup), the entry count the reference compressor
+  /// keeps (TopKCount(n, topk)) and no stream buffers. It counts as finite (AllFinite is true
+  /// without a pass) and its TransferBytes equals that of Synthetic(store, step, topk).
+  /// Throws std::invalid_argument for topk outside [0, 1].
+  static GradientSet Planned(const Store& store, double topk);
+  /// True for a set from Planned: it holds sizes, not values.
+  bool planned() const { return planned_; }
   /// The dense gradient of a model store from the trainer's memory: `grads[t]` points at tensor
   /// t's elements (layout order, the store's grad dtype, contiguous), or is null when tensor t
   /// has no gradient this step (PyTorch's `grad is None`: the step leaves its weights and state
@@ -79,6 +89,7 @@ class GradientSet {
   std::vector<std::vector<SparseGrad>> streams_;
   std::vector<std::pair<uint64_t, uint64_t>> frozen_;
   int known_finite_ = -1;  // -1: not known; 0/1: what the gather pass saw
+  bool planned_ = false;
 };
 
 }  // namespace csdkit

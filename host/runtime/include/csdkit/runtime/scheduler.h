@@ -9,8 +9,15 @@
 // are allocated once, at the subgroup size, and reused.
 //
 // Baseline (mode kBaseline, ZeRO-Infinity style): the same subgroups, states NVMe -> host over
-// the shared link, the same kernel run by the host model on host threads, states back to NVMe;
-// the shards stay in their device directories (striped like RAID0).
+// the shared link, the same kernel run by the host model on host threads (thread t takes
+// subgroups t, t + threads, ...), states back to NVMe; the shards stay in their device
+// directories (striped like RAID0). In virtual time the host update is booked at the link
+// profile's host rate, not at its wall time here.
+//
+// Planning (a planning store, Store::Plan, on null devices): the same workers issue the same
+// transfers and launches, which the null devices count and book; nothing is read, computed or
+// written, and the commit stays in memory. The step's bytes and virtual seconds are those of
+// the same step on emulated devices.
 //
 // Both modes compute bit-identical state (the same kernel, through the same launch type, on the
 // same subgroups) and commit it
@@ -91,7 +98,8 @@ struct StepReport {
   double seconds = 0;        // wall time of the step, commit included
   double io_seconds = 0;     // time workers waited for storage (summed over workers)
   double compute_seconds = 0;  // kernel time (summed over workers)
-  double virtual_seconds = 0;  // link model estimate for SmartSSD hardware (0 if no model)
+  double virtual_seconds = 0;  // link model estimate for SmartSSD hardware (0 if no model);
+                               // deterministic: the same issued work gives the same value
   uint64_t subgroups = 0;
   LinkBytes bytes;
   uint64_t dumped_launches = 0;  // golden directories written (StepOptions::dump_dir)
@@ -137,7 +145,7 @@ class Scheduler {
                    const std::vector<KernelLaunch>& k,
                    Store::Checksums* crcs, StepReport* rep, std::mutex* rep_mu,
                    const StepOptions& o);
-  void BaselineWorker(const std::vector<Subgroup>* work, std::atomic<size_t>* next,
+  void BaselineWorker(const std::vector<Subgroup>* work, unsigned t, unsigned nt,
                       const GradientSet& g, const std::vector<KernelLaunch>& k,
                       Store::Checksums* crcs,
                       StepReport* rep, std::mutex* rep_mu, const StepOptions& o);

@@ -129,6 +129,20 @@ class Store {
   /// with no directory, lock or file (Open adds them). Reads no file; never allocates more than
   /// the manifest's own size. Throws StoreError naming `where` and the field.
   static Store FromManifest(const nlohmann::json& manifest, const std::string& where);
+  /// A planning store, for null devices (emu/.../null_device.h): the configuration, shards,
+  /// subgroups and state variables Create would give, with no directory, lock, file or state.
+  /// Its per-subgroup checksums are those of zeros (what a null device's memory reads as), its
+  /// files are unopened placeholders that only a null device accepts, and Commit advances the
+  /// step in memory. Nothing it holds grows with the parameter count beyond one CRC per
+  /// (device, variable, subgroup). Throws std::invalid_argument for a bad configuration (as
+  /// Create). `csdkit step --backend null` plans a real store's next steps on PlanCopy().
+  static Store Plan(const StoreConfig& cfg);
+  /// A planning store with this store's configuration, layout, shards, per-group
+  /// hyper-parameters, committed step and slot (see Plan); this store is not touched.
+  Store PlanCopy() const;
+  /// True for a store from Plan or PlanCopy.
+  bool planning() const { return planning_; }
+
   /// CRC-32 of a manifest's content without its "manifest_crc" member, as 8 hex digits.
   static std::string ManifestCrc(nlohmann::json manifest);
 
@@ -155,7 +169,8 @@ class Store {
   uint64_t SubgroupCount(unsigned device) const;
   /// Every subgroup of every device.
   std::vector<Subgroup> AllSubgroups() const;
-  /// The open O_DIRECT file of a variable's slot on a device.
+  /// The open O_DIRECT file of a variable's slot on a device (an unopened placeholder in a
+  /// planning store).
   const aio::File& file(unsigned device, unsigned var, unsigned slot) const;
   /// CRC-32 of a subgroup of a variable in the committed slot.
   uint32_t checksum(unsigned device, unsigned var, uint32_t subgroup) const;
@@ -219,8 +234,12 @@ class Store {
   void CheckManifestUnchanged() const;
   void RequireWriter(const char* what) const;
 
+  // A planning store's files (placeholders) and checksums (of zeros); see Plan.
+  void MakePlanning();
+
   std::string dir_;
   std::string store_id_;
+  bool planning_ = false;
   StoreConfig cfg_;
   int64_t step_ = 0;
   unsigned slot_ = 0;

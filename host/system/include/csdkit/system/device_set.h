@@ -32,8 +32,10 @@ enum class Backend {
   kModel,   // emulated SmartSSDs, the kernel's host model
   kRtl,     // emulated SmartSSDs, the Verilated RTL behind the AXI harness
   kOpenCl,  // OpenCL devices: a Xilinx card with its xclbin, or any OpenCL 1.2 device (PoCL)
+  kNull,    // null devices: no data, no compute; bytes counted and time booked on the link
+            // model (planning: emu/.../null_device.h; runs on a planning store, Store::Plan)
 };
-/// "model", "rtl", "opencl"; Parse throws std::invalid_argument listing them.
+/// "model", "rtl", "opencl", "null"; Parse throws std::invalid_argument listing them.
 Backend ParseBackend(const std::string& s);
 const char* BackendName(Backend b);
 
@@ -52,7 +54,8 @@ struct DeviceSpec {
   /// Emulated devices without --xclbin: where the emulated xclbin is written on first use (a
   /// store directory), "" = load none.
   std::string xclbin_dir;
-  /// Emulated devices: book every transfer and launch on a SmartSSD link model in virtual time.
+  /// Emulated and null devices: book every transfer and launch on a SmartSSD link model in
+  /// virtual time.
   bool link_model = true;
   emu::LinkProfile links = emu::LinkProfile::SmartSsd();
   aio::AioConfig aio;   // every device's storage engine
@@ -76,12 +79,16 @@ class DeviceSet final : public DeviceGroup {
   Device& device(unsigned k) const override { return *devices_.at(k); }
   Device& operator[](unsigned k) const { return device(k); }
   bool has_link_model() const override { return links_ != nullptr; }
+  bool moves_data() const override { return spec_.backend != Backend::kNull; }
   double VirtualHorizon() const override;
   void ResetVirtualTime() override;
+  void BookHostCompute(uint64_t bytes, VirtualClock* vc) override;
 
   const DeviceSpec& spec() const { return spec_; }
   /// Device k as an emulated SmartSSD (backends model and rtl), else nullptr.
   emu::EmulatedSmartSsd* emulated(unsigned k) const;
+  /// The link model of the set (emulated and null devices with link_model), else nullptr.
+  emu::LinkModel* link_model() const { return links_.get(); }
   /// Device k as an OpenCL device (backend opencl), else nullptr.
   OpenClDevice* opencl(unsigned k) const;
   /// One line per device.

@@ -1,0 +1,169 @@
+#include "csdkit/emu/null_device.h"
+
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+#include "csdkit/hls/word.h"
+#include "csdkit/platform/checksum.h"
+#include "csdkit/platform/update_launch.h"
+
+namespace csdkit::emu {
+
+/// Device memory of the null device: a size, counted against the capacity while it lives.
+class NullDevice::Buffer final : public DeviceBuffer {
+ public:
+  Buffer(NullDevice* owner, uint64_t bytes) : DeviceBuffer(bytes), owner_(owner) {}
+  ~Buffer() override { owner_->allocated_ -= size(); }
+  const NullDevice* owner() const { return owner_; }
+
+ private:
+  NullDevice* owner_;
+};
+
+NullDevice::NullDevice(const NullOptions& o) : opt_(o) {}
+
+NullDevice::~NullDevice() = default;
+
+std::string NullDevice::Describe() const {
+  std::ostringstream os;
+  os << "null device " << opt_.index << " (planning: no data, " << (opt_.capacity >> 20)
+     << " MiB device memory)";
+  return os.str();
+}
+
+DeviceBufferPtr NullDevice::Alloc(uint64_t bytes) {
+  const uint64_t rounded = (bytes + 4095) / 4096 * 4096;
+  uint64_t cur = allocated_.load();
+  do {
+    if (cur + rounded > opt_.capacity) {
+      std::ostringstream os;
+      os << Describe() << ": cannot allocate " << rounded << " bytes of device memory: expected "
+         << "at most " << (opt_.capacity - cur) << " free bytes, found a request for " << rounded
+         << " (capacity " << opt_.capacity << ", allocated " << cur
+         << "); use smaller subgroups or a larger --device-mem";
+      throw CapacityError(os.str());
+    }
+  } while (!allocated_.compare_exchange_weak(cur, cur + rounded));
+  return std::make_shared<Buffer>(this, rounded);
+}
+
+void NullDevice::CheckRange(const DeviceBuffer& b, uint64_t offset, uint64_t len,
+                            const char* what) const {
+  const auto* nb = dynamic_cast<const Buffer*>(&b);
+  if (nb == nullptr || nb->owner() != this) {
+    throw std::invalid_argument(std::string(what) + ": buffer does not belong to " + Describe());
+  }
+  if (offset > b.size() || len > b.size() - offset) {
+    std::ostringstream os;
+    os << what << " on " << Describe() << ": expected [offset, offset + len) inside the "
+       << b.size() << "-byte buffer, found offset " << offset << " and len " << len;
+    throw std::out_of_range(os.str());
+  }
+}
+
+void NullDevice::CheckIo(uint64_t file_offset, uint64_t len, const char* what) const {
+  if (file_offset % kIoAlign != 0 || len % kIoAlign != 0) {
+    std::ostringstream os;
+    os << what << " on " << Describe() << ": expected a file offset and length that are "
+       << "multiples of " << kIoAlign << " (O_DIRECT), found offset " << file_offset
+       << " and length " << len;
+    throw std::invalid_argument(os.str());
+  }
+}
+
+void NullDevice::Count(Link l, uint64_t bytes, VirtualClock* vc) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bytes_[l] += bytes;
+  }
+  if (opt_.links) opt_.links->BookTransfer(opt_.index, l, bytes, vc);
+}
+
+aio::IoTicket NullDevice::P2PRead(const aio::File&, uint64_t file_offset, DeviceBuffer& dst,
+                                  uint64_t dst_offset, uint64_t len, VirtualClock* vc) {
+  CheckRange(dst, dst_offset, len, "P2P read");
+  CheckIo(file_offset, len, "P2P read");
+  Count(Link::kSsdToFpga, len, vc);
+  return aio::IoTicket::Completed({len});
+}
+
+aio::IoTicket NullDevice::P2PWrite(const aio::File&, uint64_t file_offset,
+                                   const DeviceBuffer& src, uint64_t src_offset, uint64_t len,
+                                   VirtualClock* vc) {
+  CheckRange(src, src_offset, len, "P2P write");
+  CheckIo(file_offset, len, "P2P write");
+  Count(Link::kFpgaToSsd, len, vc);
+  return aio::IoTicket::Completed({len});
+}
+
+void NullDevice::HostToDevice(const void*, DeviceBuffer& dst, uint64_t dst_offset, uint64_t len,
+                              VirtualClock* vc) {
+  CheckRange(dst, dst_offset, len, "host-to-device copy");
+  Count(Link::kHostToDevice, len, vc);
+}
+
+void NullDevice::DeviceToHost(const DeviceBuffer& src, uint64_t src_offset, void*, uint64_t len,
+                              VirtualClock* vc) {
+  CheckRange(src, src_offset, len, "device-to-host copy");
+  Count(Link::kDeviceToHost, len, vc);
+}
+
+aio::IoTicket NullDevice::HostRead(const aio::File&, uint64_t file_offset, void*, uint64_t len,
+                                   VirtualClock* vc) {
+  CheckIo(file_offset, len, "host read");
+  Count(Link::kNvmeToHost, len, vc);
+  return aio::IoTicket::Completed({len});
+}
+
+aio::IoTicket NullDevice::HostWrite(const aio::File&, uint64_t file_offset, const void*,
+                                    uint64_t len, VirtualClock* vc) {
+  CheckIo(file_offset, len, "host write");
+  Count(Link::kHostToNvme, len, vc);
+  return aio::IoTicket::Completed({len});
+}
+
+uint32_t NullDevice::LaunchUpdate(const DeviceLaunch& l, uint32_t* status16, VirtualClock* vc) {
+  // The same refusal as a driver's (and the emulated device's): every buffer the launch may
+  // touch must be there and large enough.
+  const UpdateFootprint need = LaunchFootprint(l.mode, l.n, l.nnz);
+  l.ForEachBuffer([&](const hls::ArgInfo& a, const DeviceBufferPtr& p) {
+    const uint64_t bytes = need[a.index];
+    if (!p) {
+      if (bytes == 0) return;
+      throw std::invalid_argument(std::string("launch on ") + Describe() + ": missing buffer " +
+                                  a.name + " (expected " + std::to_string(bytes) + " bytes)");
+    }
+    CheckRange(*p, 0, 0, "launch");
+    if (p->size() < bytes) {
+      throw std::out_of_range(std::string("launch on ") + Describe() + ": buffer " + a.name +
+                              ": expected at least " + std::to_string(bytes) + " bytes, found " +
+                              std::to_string(p->size()));
+    }
+  });
+  if (status16 != nullptr) std::memset(status16, 0, hls::kWordBytes);  // memory reads as zeros
+  if (opt_.links) opt_.links->BookKernel(opt_.index, LaunchMemoryTraffic(l.mode, l.n, l.nnz), vc);
+  return 0;
+}
+
+uint32_t NullDevice::Crc32(const DeviceBuffer& b, uint64_t offset, uint64_t len) {
+  CheckRange(b, offset, len, "device CRC");
+  return Crc32OfZeros(len);
+}
+
+void NullDevice::CopyWithin(const DeviceBuffer& src, uint64_t src_offset, DeviceBuffer& dst,
+                            uint64_t dst_offset, uint64_t len) {
+  CheckRange(src, src_offset, len, "device copy source");
+  CheckRange(dst, dst_offset, len, "device copy destination");
+  if (len > 0 && &src == &dst && src_offset < dst_offset + len && dst_offset < src_offset + len) {
+    throw std::invalid_argument("device copy on " + Describe() + ": source and destination "
+                                "overlap");
+  }
+}
+
+LinkBytes NullDevice::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+}  // namespace csdkit::emu
