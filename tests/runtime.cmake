@@ -44,3 +44,10 @@ target_link_libraries(null_device_test PRIVATE csdkit_runtime csdkit_system csdk
 target_compile_definitions(null_device_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/null_device_test_stores")
 gtest_discover_tests(null_device_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+
+# The planner: a planned step is the emulated step exactly; phases, determinism, refusals.
+csdkit_test(planner_test)
+target_link_libraries(planner_test PRIVATE csdkit_planner csdkit_runtime csdkit_system)
+target_compile_definitions(planner_test PRIVATE
+  CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/planner_test_stores")
+gtest_discover_tests(planner_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)

@@ -13,7 +13,8 @@ nlohmann::json LinkProfile::ToJson() const {
           {"ssd_write_gbs", ssd_write / 1e9},
           {"uplink_gbs", uplink / 1e9},
           {"kernel_ddr_gbs", kernel_ddr / 1e9},
-          {"host_update_gbs", host_update / 1e9}};
+          {"host_update_gbs", host_update / 1e9},
+          {"ssd_shared_channel", ssd_shared_channel}};
 }
 
 LinkModel::LinkModel(const LinkProfile& p, unsigned devices) : p_(p), devices_(devices) {
@@ -28,11 +29,16 @@ LinkModel::LinkModel(const LinkProfile& p, unsigned devices) : p_(p), devices_(d
   }
 }
 
-void LinkModel::Record(VirtualClock* vc, std::initializer_list<uint32_t> res, double seconds) {
+void LinkModel::Record(VirtualClock* vc, std::initializer_list<Hold> holds, double seconds) {
   if (vc == nullptr) return;  // outside every worker's schedule (see the header)
   Op op{};
   op.nres = 0;
-  for (uint32_t r : res) op.res[op.nres++] = r;
+  for (const Hold& h : holds) {
+    op.res[op.nres] = h.res;
+    op.hold[op.nres] = h.seconds;
+    ++op.nres;
+    seconds = std::max(seconds, h.seconds);
+  }
   op.seconds = seconds;
   op.delay = vc->now;  // the worker's own time since its last operation
   vc->now = 0.0;
@@ -49,16 +55,17 @@ void LinkModel::BookTransfer(unsigned d, Link link, uint64_t bytes, VirtualClock
   const double b = static_cast<double>(bytes);
   switch (link) {
     case Link::kSsdToFpga:
-      return Record(vc, {SsdRead(d)}, b / p_.ssd_read);
+      return Record(vc, {{SsdRead(d), b / p_.ssd_read}});
     case Link::kFpgaToSsd:
-      return Record(vc, {SsdWrite(d)}, b / p_.ssd_write);
+      return Record(vc, {{SsdWrite(d), b / p_.ssd_write}});
     case Link::kHostToDevice:
+      return Record(vc, {{UplinkDown(), b / p_.uplink}});
     case Link::kDeviceToHost:
-      return Record(vc, {Uplink()}, b / p_.uplink);
+      return Record(vc, {{UplinkUp(), b / p_.uplink}});
     case Link::kNvmeToHost:
-      return Record(vc, {SsdRead(d), Uplink()}, b / std::min(p_.ssd_read, p_.uplink));
+      return Record(vc, {{SsdRead(d), b / p_.ssd_read}, {UplinkUp(), b / p_.uplink}});
     case Link::kHostToNvme:
-      return Record(vc, {SsdWrite(d), Uplink()}, b / std::min(p_.ssd_write, p_.uplink));
+      return Record(vc, {{SsdWrite(d), b / p_.ssd_write}, {UplinkDown(), b / p_.uplink}});
   }
 }
 
@@ -67,7 +74,7 @@ void LinkModel::BookKernel(unsigned d, uint64_t bytes, VirtualClock* vc) {
     throw std::out_of_range("link model: expected a device below " + std::to_string(devices_) +
                             ", found " + std::to_string(d));
   }
-  Record(vc, {Kernel(d)}, static_cast<double>(bytes) / p_.kernel_ddr);
+  Record(vc, {{Kernel(d), static_cast<double>(bytes) / p_.kernel_ddr}});
 }
 
 void LinkModel::BookHost(uint64_t bytes, VirtualClock* vc) {
@@ -77,7 +84,7 @@ void LinkModel::BookHost(uint64_t bytes, VirtualClock* vc) {
 double LinkModel::Horizon() const {
   std::lock_guard<std::mutex> lock(mu_);
   // The discrete-event schedule of RECORD, THEN SCHEDULE: a min-heap of (clock, worker).
-  std::vector<double> free_at(3 * devices_ + 1, 0.0);
+  std::vector<double> free_at(3 * devices_ + 2, 0.0);
   struct Cursor {
     const std::vector<Op>* ops;
     size_t next;
@@ -99,7 +106,7 @@ double LinkModel::Horizon() const {
     double start = clock;
     for (uint8_t i = 0; i < op.nres; ++i) start = std::max(start, free_at[op.res[i]]);
     const double end = start + op.seconds;
-    for (uint8_t i = 0; i < op.nres; ++i) free_at[op.res[i]] = end;
+    for (uint8_t i = 0; i < op.nres; ++i) free_at[op.res[i]] = start + op.hold[i];
     horizon = std::max(horizon, end);
     if (++c.next < c.ops->size()) ready.push({end + (*c.ops)[c.next].delay, w});
   }

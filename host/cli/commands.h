@@ -12,6 +12,8 @@ void AddKernelCommand(CLI::App& app);
 void AddRuntimeCommands(CLI::App& app);
 /// `csdkit reshard`: a set of rank stores re-split for another world size or device count.
 void AddReshardCommand(CLI::App& app);
+/// `csdkit plan`: training iterations on N devices in virtual time (host/planner).
+void AddPlanCommand(CLI::App& app);
 /// `csdkit devices`: OpenCL inventory and SmartSSD pairing by PCIe topology.
 void AddDevicesCommand(CLI::App& app);
 /// `csdkit p2p-bench`: SSD <-> device bandwidth sweep.

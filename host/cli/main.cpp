@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "csdkit 0.1.0");
   csdkit::cli::AddRuntimeCommands(app);
   csdkit::cli::AddReshardCommand(app);
+  csdkit::cli::AddPlanCommand(app);
   csdkit::cli::AddKernelCommand(app);
   csdkit::cli::AddDevicesCommand(app);
   csdkit::cli::AddP2pCommand(app);

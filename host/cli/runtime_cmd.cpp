@@ -133,6 +133,7 @@ struct StepOpts {
   int64_t overflow_step = -1;
   bool json = false;
   bool no_pin = false;
+  bool serial = false;  // --serial: no overlap (SmartUpdate without the handler)
   std::string dump_dir;                 // --dump-launches
   std::vector<std::string> dump_only;   // --dump-only, as given
   DeviceOptions dev{"model", "stress"};
@@ -207,6 +208,7 @@ std::vector<StepReport> DoSteps(Store& store, StoreDevices& sys, const StepOpts&
     so.clip_coef = o.clip;
     so.host_threads = o.threads;
     so.pin_host_threads = !o.no_pin;
+    so.overlap = !o.serial;
     so.progress = ProgressBar(label + " step " + std::to_string(t));
     if (!o.dump_dir.empty()) {
       so.dump_dir = o.dump_dir + "/step-" + std::to_string(t);
@@ -250,6 +252,9 @@ void AddStep(CLI::App& app) {
   c->add_option("--clip", o->clip, "clip coefficient folded into the unscale factor")
       ->capture_default_str();
   c->add_option("--threads", o->threads, "baseline host threads (default: all)")->check(Count(1, 1024));
+  c->add_flag("--serial", o->serial,
+              "smart mode: one worker per device, each subgroup written back before the next "
+              "load (SmartUpdate without the transfer handler's overlap)");
   c->add_flag("--no-pin", o->no_pin,
               "leave the baseline's host threads unbound (default: one per CPU of the "
               "process's affinity mask, when it has enough)");

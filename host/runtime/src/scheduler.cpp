@@ -266,7 +266,7 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
   };
   try {
     for (const Subgroup& sg : store_.Subgroups(d)) {
-      if (sg.index % 2 != w) continue;
+      if (o.overlap ? sg.index % 2 != w : w != 0) continue;
       if (abort_) break;
       drain();  // this worker's buffers are about to be reused
       const bool do_io = o.phases != StepPhases::kComputeOnly;
@@ -366,6 +366,7 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
         pending.push_back(dev.P2PWrite(store_.file(d, v, ws), sg.file_offset(), *bufs.state[v],
                                        0, sg.io_bytes(), &vc));
       }
+      if (!o.overlap) drain();  // without the handler: written back before the next load
       Progress(o);
     }
     drain();
@@ -651,7 +652,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
       }
     }
     for (unsigned d = 0; d < devices_.size(); ++d) {
-      for (unsigned w = 0; w < 2; ++w) {
+      for (unsigned w = 0; w < (o.overlap ? 2u : 1u); ++w) {
         ts.emplace_back([&, d, w] {
           guarded([&] { SmartWorker(d, w, grads, k, &crcs, &rep, &rep_mu, o); });
         });
@@ -661,7 +662,21 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
     if (o.phases != StepPhases::kAll) {
       throw std::invalid_argument("step phases: only the smart mode can run partial phases");
     }
-    const std::vector<Subgroup> work = store_.AllSubgroups();
+    // The work list interleaves the devices (subgroup 0 of every device, then subgroup 1, ...),
+    // so that the threads, which take consecutive entries, read from all SSDs at once as a
+    // RAID0 stripe does, instead of queueing on one device's SSD.
+    std::vector<std::vector<Subgroup>> per_device;
+    size_t most = 0;
+    for (unsigned d = 0; d < devices_.size(); ++d) {
+      per_device.push_back(store_.Subgroups(d));
+      most = std::max(most, per_device.back().size());
+    }
+    std::vector<Subgroup> work;
+    for (size_t i = 0; i < most; ++i) {
+      for (const auto& list : per_device) {
+        if (i < list.size()) work.push_back(list[i]);
+      }
+    }
     const unsigned nt =
         o.host_threads ? o.host_threads : std::max(1u, std::thread::hardware_concurrency());
     // The host threads: created at the first baseline step and kept (pinned one per CPU

@@ -1,10 +1,16 @@
 // A bandwidth model of a SmartSSD system in virtual time, so that a run on emulated devices can
 // report what its schedule would take on the cards, and a run on null devices can plan one.
 //
-// Resources: per device, the SSD's read channel, its write channel and the FPGA kernel (bounded
-// by its DDR bandwidth); shared by all devices, the host's PCIe uplink. A transfer occupies every
-// resource on its path for bytes / (slowest bandwidth on the path) seconds; host computation
-// (the baseline's CPU update) occupies only its worker, for bytes / host_update seconds.
+// Resources: per device, the SSD's read channel, its write channel (one channel for both when
+// the profile says reads and writes share the flash: ssd_shared_channel) and the FPGA kernel
+// (bounded by its DDR bandwidth); shared by all devices, the host's PCIe uplink, one resource
+// per direction (PCIe is full duplex: host -> devices carries gradients and the baseline's
+// write-backs, devices -> host the weights and the baseline's state reads). An operation holds
+// each resource on its path for bytes / (that resource's bandwidth) seconds and ends when the
+// slowest of them is done: a baseline read from one SSD at 3 GB/s holds an 8 GB/s uplink for
+// only 3/8 of its time, so several SSDs share the uplink up to its bandwidth, as on a PCIe
+// switch. Host computation (the baseline's CPU update) occupies only its worker, for
+// bytes / host_update seconds.
 //
 // RECORD, THEN SCHEDULE. The runtime's workers are threads, and the order in which threads
 // reach a shared resource in real time changes from run to run. So the model does not book an
@@ -34,12 +40,15 @@ namespace csdkit::emu {
 struct LinkProfile {
   double ssd_read = 3.0e9;    // NVMe -> FPGA (P2P), also NVMe -> host
   double ssd_write = 1.6e9;   // FPGA -> NVMe (P2P), also host -> NVMe
-  double uplink = 8.0e9;      // the host's shared PCIe link, all devices together
+  double uplink = 8.0e9;      // the host's shared PCIe link, each direction, all devices together
   double kernel_ddr = 19.2e9; // FPGA DDR4-2400 x64: the updater kernel is DDR-bound
   /// The baseline's CPU update, per host thread: bytes of the launch's memory traffic
   /// (LaunchMemoryTraffic) per second. An assumption of the profile, not a measurement: about
   /// 140 M AdamW elements per second per core (28 bytes each with fp16 gradients and copy).
   double host_update = 4.0e9;
+  /// Whether an SSD's reads and writes share one channel (flash that cannot read and write at
+  /// full speed at once): then a device's reads and writes queue on one resource.
+  bool ssd_shared_channel = false;
 
   /// The SmartSSD figures of the Smart-Infinity paper's system (the defaults above).
   static LinkProfile SmartSsd() { return LinkProfile(); }
@@ -67,19 +76,27 @@ class LinkModel {
   const LinkProfile& profile() const { return p_; }
 
  private:
-  // One operation of a worker: up to two resources (index into free_at of the schedule) held
-  // for `seconds`, after `delay` seconds of the worker's own time (VirtualClock::now).
+  // One operation of a worker: up to two resources (index into free_at of the schedule), each
+  // held for its own time from the common start; the operation lasts `seconds` (at least the
+  // longest hold) and starts after `delay` seconds of the worker's own time
+  // (VirtualClock::now).
   struct Op {
     uint32_t res[2];
+    double hold[2];
     uint8_t nres;
     double seconds;
     double delay;
   };
+  struct Hold {
+    uint32_t res;
+    double seconds;
+  };
   uint32_t SsdRead(unsigned d) const { return 3 * d; }
-  uint32_t SsdWrite(unsigned d) const { return 3 * d + 1; }
+  uint32_t SsdWrite(unsigned d) const { return p_.ssd_shared_channel ? 3 * d : 3 * d + 1; }
   uint32_t Kernel(unsigned d) const { return 3 * d + 2; }
-  uint32_t Uplink() const { return 3 * devices_; }
-  void Record(VirtualClock* vc, std::initializer_list<uint32_t> res, double seconds);
+  uint32_t UplinkDown() const { return 3 * devices_; }
+  uint32_t UplinkUp() const { return 3 * devices_ + 1; }
+  void Record(VirtualClock* vc, std::initializer_list<Hold> holds, double seconds = 0.0);
 
   LinkProfile p_;
   unsigned devices_;

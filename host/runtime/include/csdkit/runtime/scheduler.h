@@ -10,8 +10,9 @@
 //
 // Baseline (mode kBaseline, ZeRO-Infinity style): the same subgroups, states NVMe -> host over
 // the shared link, the same kernel run by the host model on host threads (thread t takes
-// subgroups t, t + threads, ...), states back to NVMe; the shards stay in their device
-// directories (striped like RAID0). In virtual time the host update is booked at the link
+// entries t, t + threads, ... of a work list that interleaves the devices: subgroup 0 of every
+// device, then subgroup 1, ...), states back to NVMe; the shards stay in their device
+// directories, and the interleaved order reads them all at once, as a RAID0 stripe does. In virtual time the host update is booked at the link
 // profile's host rate, not at its wall time here.
 //
 // Planning (a planning store, Store::Plan, on null devices): the same workers issue the same
@@ -73,6 +74,11 @@ struct StepOptions {
   /// This step's hyper-parameters per param group (LR schedulers change them every step);
   /// empty: those the last committed step used. The optimizer must be the store's.
   std::vector<OptimizerConfig> group_hyper;
+  /// SmartUpdate: two workers per device, so that subgroup i+1 loads while subgroup i computes
+  /// and writes back (the paper's transfer handler). False: one worker per device that waits
+  /// for each subgroup's write-backs before the next load (SmartUpdate without the handler, for
+  /// plans and comparisons). The state computed is the same either way.
+  bool overlap = true;
   unsigned host_threads = 0; // baseline compute threads (0: all hardware threads)
   /// Bind the baseline's threads one per CPU of the process's affinity mask (when it has
   /// enough CPUs). The threads are created at the first baseline step and reused.
