@@ -19,7 +19,15 @@ set(csdkit_cli_cases
   "replay_problem_option|kernel~--replay~${csdkit_cli_dir}/none~--n~64|--replay: expected only --json and device options with it .*, found --n"
   "null_overflow|step~--dir~${csdkit_cli_dir}/none~--backend~null~--overflow-at~1|--overflow-at: expected a backend that moves data, found --backend null"
   "null_dump|step~--dir~${csdkit_cli_dir}/none~--backend~null~--dump-launches~${csdkit_cli_dir}/none|--dump-launches: expected a backend that moves data, found --backend null"
-  "null_kernel|kernel~--backend~null~--n~64|--backend: null not in \\{model,rtl,opencl\\}")
+  "null_kernel|kernel~--backend~null~--n~64|--backend: null not in \\{model,rtl,opencl\\}"
+  "plan_no_model|plan|model: expected --params N or --layers L --hidden H, found neither"
+  "plan_params|plan~--params~4X|--params: expected a parameter count such as 350000000, 350M, 4e9 or 4.0B \\(1 to 2\\^40\\), found '4X'"
+  "plan_both_models|plan~--params~1B~--layers~12~--hidden~768|expected one way to give the model, found both"
+  "plan_devices|plan~--params~1B~--devices~0-3|--devices: expected counts in \\[1, 256\\] as N, N,M,... or A-B, found '0-3'"
+  "plan_gpu|plan~--params~1B~--gpu~a5000|--gpu/--batch: expected one of the profile table's \\(h100 batch 4, h100 batch 16\\), found a5000 batch 4"
+  "plan_uplink|plan~--params~1B~--uplink~gen9|--uplink: expected gen3, gen4, gen5 \\(PCIe x16\\) or a bandwidth in GB/s in .0, 10000., found 'gen9'"
+  "plan_paper_kit|plan~--paper~--system~kit|--paper: expected --system paper .*, found --system kit"
+  "plan_topk|plan~--params~1B~--topk~0|--topk: expected a finite")
 # Each case: name|arguments separated by ~|a regular expression the output must match.
 foreach(c IN LISTS csdkit_cli_cases)
   string(FIND "${c}" "|" a)
@@ -138,3 +146,50 @@ add_test(NAME cli_step_null_equals_model COMMAND sh -c [=[
   sh $<TARGET_FILE:csdkit> ${csdkit_step_null_dir})
 set_tests_properties(cli_step_null_equals_model PROPERTIES LABELS quick
   PASS_REGULAR_EXPRESSION "same figures: --mode smart\nsame figures: --mode smart --topk 0.02\nsame figures: --mode baseline --threads 2 --no-pin\n.*committed step 3")
+
+# `csdkit plan`: the planned step of a configuration is, to the last digit of its JSON, the
+# virtual seconds and the link bytes of the same step run by `csdkit step` on emulated devices,
+# in each mode (smart without the handler is `step --serial`); and --plot writes two PNGs and
+# plan.json, and refuses to overwrite them.
+add_test(NAME cli_plan_equals_step COMMAND sh -c [=[
+  B="$1"
+  rm -rf "$2" && mkdir -p "$2" && cd "$2" || exit 1
+  field() { tr -d ' \n' < "$1" | grep -o "\"$2\":[^,}]*" | head -n 1 | cut -d: -f2; }
+  links() { tr -d ' \n' < "$1" | grep -o "\"$2\":{[^}]*}" | cut -d: -f2-; }
+  for m in baseline smart handler topk; do
+    rm -rf s && "$B" init --dir s --devices 3 --params 1000000 --subgroup 65536 --grad fp16       --out fp16 --loss-scale 1024 > /dev/null || exit 1
+    case $m in
+      baseline) a="--mode baseline --threads 8" ;; smart) a="--serial" ;;
+      handler) a="" ;; topk) a="--topk 0.05" ;;
+    esac
+    "$B" step --dir s $a --no-pin --json > step.json || exit 1
+    "$B" plan --params 1000000 --devices 3 --subgroup 65536 --modes $m --topk 0.05       --json > plan.json || exit 1
+    s=$(field step.json virtual_seconds); p=$(field plan.json step)
+    [ -n "$s" ] && [ "$s" = "$p" ] || { echo "$m: step $s s, plan $p s"; exit 1; }
+    [ -n "$(links step.json bytes)" ] &&
+      [ "$(links step.json bytes)" = "$(links plan.json step_bytes)" ] || {
+      echo "$m: bytes differ: $(links step.json bytes) vs $(links plan.json step_bytes)"; exit 1; }
+    echo "$m: $s s, $(links plan.json step_bytes)"
+  done
+  echo "plan equals step"
+]=] sh $<TARGET_FILE:csdkit> ${CMAKE_CURRENT_BINARY_DIR}/cli_plan)
+set_tests_properties(cli_plan_equals_step PROPERTIES LABELS quick
+                     PASS_REGULAR_EXPRESSION "plan equals step")
+if(DEFINED Python_EXECUTABLE)
+  add_test(NAME cli_plan_plot COMMAND sh -c [=[
+    B="$1"
+    rm -rf "$2" && mkdir -p "$2" && cd "$2" || exit 1
+    "$B" plan --system paper --params 4B --fwd-bwd 5 --devices 1-4,10 --plot out > /dev/null ||
+      exit 1
+    for f in speedup breakdown; do
+      head -c 8 out/$f.png | od -An -tx1 | tr -d ' \n' | grep -q '^89504e470d0a1a0a$' ||
+        { echo "out/$f.png is not a PNG"; exit 1; }
+    done
+    grep -q '"mode": "topk"' out/plan.json || { echo "plan.json has no topk point"; exit 1; }
+    cp out/speedup.png keep.png
+    "$B" plan --params 1B --plot out; echo "exit status $?"
+    cmp out/speedup.png keep.png && echo "left as it was"
+  ]=] sh $<TARGET_FILE:csdkit> ${CMAKE_CURRENT_BINARY_DIR}/cli_plan_plot)
+  set_tests_properties(cli_plan_plot PROPERTIES LABELS quick PASS_REGULAR_EXPRESSION
+    "--plot: expected a directory without plan.json, found out/plan.json .*exit status 2.*left as it was")
+endif()

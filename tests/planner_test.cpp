@@ -135,6 +135,24 @@ TEST(Planner, Deterministic) {
   for (size_t i = 0; i < r1.size(); ++i) EXPECT_EQ(r1[i].plan, r2[i].plan) << r1[i].what;
 }
 
+// (3b) The calibration table of docs/planner.md as documented: every row within 15% of the
+// paper's figure, except SmartUpdate without the transfer handler, which the kit plans as a
+// strictly serial schedule (docs/planner.md says why that row may reach 20%); the Top-K row on
+// the A5000 inside the paper's range.
+TEST(Planner, CalibrationHoldsTheDocumentedBounds) {
+  const auto rows = planner::PaperCalibration(planner::PaperSystem());
+  ASSERT_EQ(rows.size(), 8u);
+  for (const auto& r : rows) {
+    const bool serial = r.what == "SmartUpdate over the baseline";
+    EXPECT_LE(std::fabs(r.deviation()), serial ? 0.20 : 0.15)
+        << r.what << " (" << r.setup << "): paper " << r.paper_lo << "-" << r.paper_hi
+        << ", plan " << r.plan;
+    if (r.setup.find("A5000, 10 SmartSSDs, Top-K") != std::string::npos) {
+      EXPECT_EQ(r.deviation(), 0.0) << r.setup << ": plan " << r.plan;
+    }
+  }
+}
+
 // (4) Model shapes and GPU profiles: GPT-2 small and medium have their published parameter
 // counts; a table row is returned as measured, others scale with the parameter count.
 TEST(Planner, ShapesAndProfiles) {

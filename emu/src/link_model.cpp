@@ -52,20 +52,34 @@ void LinkModel::BookTransfer(unsigned d, Link link, uint64_t bytes, VirtualClock
     throw std::out_of_range("link model: expected a device below " + std::to_string(devices_) +
                             ", found " + std::to_string(d));
   }
-  const double b = static_cast<double>(bytes);
-  switch (link) {
-    case Link::kSsdToFpga:
-      return Record(vc, {{SsdRead(d), b / p_.ssd_read}});
-    case Link::kFpgaToSsd:
-      return Record(vc, {{SsdWrite(d), b / p_.ssd_write}});
-    case Link::kHostToDevice:
-      return Record(vc, {{UplinkDown(), b / p_.uplink}});
-    case Link::kDeviceToHost:
-      return Record(vc, {{UplinkUp(), b / p_.uplink}});
-    case Link::kNvmeToHost:
-      return Record(vc, {{SsdRead(d), b / p_.ssd_read}, {UplinkUp(), b / p_.uplink}});
-    case Link::kHostToNvme:
-      return Record(vc, {{SsdWrite(d), b / p_.ssd_write}, {UplinkDown(), b / p_.uplink}});
+  // Transfers are booked in chunks of kChunkBytes (the last one shorter), as an I/O engine
+  // issues them: between the chunks of one worker's transfer, other workers' chunks take their
+  // turn on a shared resource, so concurrent transfers share it instead of one holding it.
+  for (uint64_t done = 0; done < bytes || (bytes == 0 && done == 0);) {
+    const uint64_t part = std::min<uint64_t>(kChunkBytes, bytes - done);
+    const double b = static_cast<double>(part);
+    switch (link) {
+      case Link::kSsdToFpga:
+        Record(vc, {{SsdRead(d), b / p_.ssd_read}});
+        break;
+      case Link::kFpgaToSsd:
+        Record(vc, {{SsdWrite(d), b / p_.ssd_write}});
+        break;
+      case Link::kHostToDevice:
+        Record(vc, {{UplinkDown(), b / p_.uplink}});
+        break;
+      case Link::kDeviceToHost:
+        Record(vc, {{UplinkUp(), b / p_.uplink}});
+        break;
+      case Link::kNvmeToHost:
+        Record(vc, {{SsdRead(d), b / p_.ssd_read}, {UplinkUp(), b / p_.uplink}});
+        break;
+      case Link::kHostToNvme:
+        Record(vc, {{SsdWrite(d), b / p_.ssd_write}, {UplinkDown(), b / p_.uplink}});
+        break;
+    }
+    if (bytes == 0) break;
+    done += part;
   }
 }
 

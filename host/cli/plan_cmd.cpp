@@ -346,6 +346,31 @@ void AddPlanCommand(CLI::App& app) {
         }
         out["points"].push_back(j);
       }
+      // Where each mode stops scaling: the fewest devices that reach 90% of the throughput of
+      // the most devices planned, and what bounds the step there.
+      out["scaling"] = nlohmann::json::object();
+      for (const std::string& ms : o->modes) {
+        const PlanMode mode = planner::ParsePlanMode(ms);
+        std::vector<const PlanPoint*> mp;
+        for (const PlanPoint& p : pts) {
+          if (p.mode == mode) mp.push_back(&p);
+        }
+        if (mp.size() < 2) continue;
+        const PlanPoint& last = *mp.back();
+        unsigned sat = last.devices;
+        for (const PlanPoint* p : mp) {
+          if (last.iteration() / p->iteration() >= 0.9) {
+            sat = p->devices;
+            break;
+          }
+        }
+        double busy = 0;
+        for (const auto& [k, v] : last.busy) busy = k == last.bottleneck ? v : busy;
+        out["scaling"][ms] = {{"reaches_90pct_at", sat},
+                              {"max_devices", last.devices},
+                              {"bound_at_max", last.bottleneck},
+                              {"busy_at_max", busy}};
+      }
       if (!o->json) {
         std::printf("model %s; forward+backward %.3f s (%s)\nsystem %s\n", m.name.c_str(),
                     m.fwd_bwd, m.fwd_bwd_from.c_str(), sys.name.c_str());
@@ -365,6 +390,14 @@ void AddPlanCommand(CLI::App& app) {
                              "x").c_str()
                           : "-",
                       p.bytes.Shared() / 1e9, p.bottleneck.c_str(), 100 * most);
+        }
+        for (const auto& [ms, j] : out["scaling"].items()) {
+          std::printf("%s: 90%% of the throughput on %u devices is reached with %u; on %u the "
+                      "step is bound by %s (%.0f%% busy)\n",
+                      ms.c_str(), j["max_devices"].get<unsigned>(),
+                      j["reaches_90pct_at"].get<unsigned>(), j["max_devices"].get<unsigned>(),
+                      j["bound_at_max"].get<std::string>().c_str(),
+                      100 * j["busy_at_max"].get<double>());
         }
       }
     }

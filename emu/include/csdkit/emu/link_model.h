@@ -59,7 +59,11 @@ class LinkModel {
  public:
   LinkModel(const LinkProfile& p, unsigned devices);
 
-  /// Records a transfer on `link` of `device` for the clock's worker (nothing without a clock).
+  /// Transfers are recorded in chunks of this size (see BookTransfer).
+  static constexpr uint64_t kChunkBytes = uint64_t{1} << 20;
+  /// Records a transfer on `link` of `device` for the clock's worker (nothing without a clock),
+  /// as operations of at most kChunkBytes each: concurrent transfers of several workers then
+  /// take turns on a shared resource, as an I/O engine's requests do.
   void BookTransfer(unsigned device, Link link, uint64_t bytes, VirtualClock* vc);
   /// Records a kernel launch that streams `bytes` through the device's DDR.
   void BookKernel(unsigned device, uint64_t bytes, VirtualClock* vc);
