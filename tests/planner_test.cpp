@@ -147,7 +147,8 @@ TEST(Planner, CalibrationHoldsTheDocumentedBounds) {
     EXPECT_LE(std::fabs(r.deviation()), serial ? 0.20 : 0.15)
         << r.what << " (" << r.setup << "): paper " << r.paper_lo << "-" << r.paper_hi
         << ", plan " << r.plan;
-    if (r.setup.find("A5000, 10 SmartSSDs, Top-K") != std::string::npos) {
+    if (r.setup.find("A5000") != std::string::npos &&
+        r.setup.find("Top-K") != std::string::npos) {
       EXPECT_EQ(r.deviation(), 0.0) << r.setup << ": plan " << r.plan;
     }
   }

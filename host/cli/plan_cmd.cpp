@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -192,7 +193,7 @@ planner::PlanModel MakeModel(const PlanOpts& o) {
 }
 
 void PrintPaper(const std::vector<planner::PaperRow>& rows) {
-  std::printf("%-58s %-52s %13s %7s %8s\n", "published figure", "setup", "paper", "plan",
+  std::printf("%-58s %-66s %13s %7s %8s\n", "published figure", "setup", "paper", "plan",
               "dev");
   for (const auto& r : rows) {
     char paper[32];
@@ -201,9 +202,19 @@ void PrintPaper(const std::vector<planner::PaperRow>& rows) {
     } else {
       std::snprintf(paper, sizeof paper, "%.2f-%.2f", r.paper_lo, r.paper_hi);
     }
-    std::printf("%-58s %-52s %13s %7.2f %+7.1f%% %s\n", r.what.c_str(), r.setup.c_str(), paper,
+    std::printf("%-58s %-66s %13s %7.2f %+7.1f%% %s\n", r.what.c_str(), r.setup.c_str(), paper,
                 r.plan, 100 * r.deviation(), r.within() ? "" : "OUTSIDE 15%");
   }
+}
+
+// The busy fraction of what bounds the step (the busiest resource's for "workers").
+double BoundBusy(const PlanPoint& p) {
+  double most = 0, bound = -1;
+  for (const auto& [k, v] : p.busy) {
+    most = std::max(most, v);
+    if (k == p.bottleneck) bound = v;
+  }
+  return bound >= 0 ? bound : most;
 }
 
 // Runs the plotting script with the interpreter; throws with its exit status.
@@ -364,8 +375,7 @@ void AddPlanCommand(CLI::App& app) {
             break;
           }
         }
-        double busy = 0;
-        for (const auto& [k, v] : last.busy) busy = k == last.bottleneck ? v : busy;
+        const double busy = BoundBusy(last);
         out["scaling"][ms] = {{"reaches_90pct_at", sat},
                               {"max_devices", last.devices},
                               {"bound_at_max", last.bottleneck},
@@ -380,8 +390,7 @@ void AddPlanCommand(CLI::App& app) {
         for (size_t i = 0; i < pts.size(); ++i) {
           const PlanPoint& p = pts[i];
           const nlohmann::json& j = out["points"][i];
-          double most = 0;
-          for (const auto& [k, v] : p.busy) most = k == p.bottleneck ? v : most;
+          const double most = BoundBusy(p);
           std::printf("%4u %-9s %8.3f %8.3f %9.3f %8.3f %9.3f %8s %10.2f  %s (%.0f%%)\n",
                       p.devices, planner::PlanModeName(p.mode), p.fwd_bwd, p.grad_out, p.step,
                       p.weights_in, p.iteration(),

@@ -1,11 +1,12 @@
-"""Plots of a plan written by ``csdkit plan --plot DIR`` (which embeds this file).
+"""Plots of a plan written by ``csdkit plan --plot DIR``, which runs this file's text (embedded
+at build time) with the interpreter CMake found.
 
-Usage: ``python3 -m csdkit.plan_plot PLAN_JSON OUT_DIR`` (``csdkit plan`` runs it that way on
-the plan.json it wrote). Writes OUT_DIR/speedup.png (per mode: throughput against the baseline
-on the fewest devices, and speedup over the baseline on as many devices, with the paper's
-published points where the plan holds a calibration) and OUT_DIR/breakdown.png (the iteration
-split into forward+backward, gradients out, optimizer step and weights in, per mode, at the
-largest device count).
+Usage: ``python3 -m csdkit.plan_plot PLAN_JSON OUT_DIR``. Writes OUT_DIR/speedup.png (per mode:
+the optimizer step's throughput against the baseline's on the fewest devices, and the
+iteration's speedup over the baseline on as many devices, with the paper's published points
+when the plan holds the calibration) and OUT_DIR/breakdown.png (the iteration split into
+forward+backward, gradients out, optimizer step and weights in, per mode, at the largest device
+count).
 """
 import json
 import os
@@ -41,11 +42,13 @@ def main(argv):
     paper = "paper" in plan
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
-    first = "throughput_vs_baseline_at_%d" % ns[0]
+    base1 = [p for p in pts if p["mode"] == "baseline" and p["devices"] == ns[0]]
     for m in modes:
         mp = sorted((p for p in pts if p["mode"] == m), key=lambda p: p["devices"])
-        if all(first in p for p in mp):
-            a.plot([p["devices"] for p in mp], [p[first] for p in mp], "o-", label=MODE_LABEL[m])
+        if base1:
+            ref = base1[0]["seconds"]["step"]
+            a.plot([p["devices"] for p in mp], [ref / p["seconds"]["step"] for p in mp], "o-",
+                   label=MODE_LABEL[m])
         if m != "baseline" and all("speedup_vs_baseline" in p for p in mp):
             b.plot([p["devices"] for p in mp], [p["speedup_vs_baseline"] for p in mp], "o-",
                    label=MODE_LABEL[m])
@@ -57,8 +60,8 @@ def main(argv):
                        label="paper, 10 SSDs" if i == 0 else None)
         b.plot([10.45], [2.11], "kx", markersize=9, label="paper: Top-K on A100")
     a.set_xlabel("devices")
-    a.set_ylabel("iterations/s vs baseline on %d device(s)" % ns[0])
-    a.set_title("scaling")
+    a.set_ylabel("optimizer steps/s vs baseline on %d device(s)" % ns[0])
+    a.set_title("scaling of the optimizer step")
     a.grid(alpha=0.3)
     a.legend(fontsize=7)
     b.set_xlabel("devices")

@@ -62,7 +62,8 @@ struct SystemProfile {
   std::string notes;          // where the figures come from
   nlohmann::json ToJson() const;
 };
-/// The kit's SmartSSD profile (emu::LinkProfile::SmartSsd) with a Gen3 x16 GPU link.
+/// The kit's SmartSSD profile (emu::LinkProfile::SmartSsd), 32 baseline threads, a Gen5 x16 GPU
+/// link.
 SystemProfile KitSystem();
 /// The profile calibrated on the Smart-Infinity paper's system (docs/planner.md derives it).
 SystemProfile PaperSystem();
@@ -100,7 +101,8 @@ struct PlanPoint {
   /// step's virtual seconds; per-device resources averaged over the devices): "uplink_down",
   /// "uplink_up", "ssd", "kernel" (SmartUpdate), "host_update" (baseline, per thread).
   std::vector<std::pair<std::string, double>> busy;
-  /// The busiest resource: what bounds the step.
+  /// The busiest resource, which bounds the step; "workers" when none is 70% busy (the step is
+  /// then bound by the workers' chains of dependent operations, not by a bandwidth).
   std::string bottleneck;
   nlohmann::json ToJson() const;
 };
