@@ -157,13 +157,15 @@ add_test(NAME cli_plan_equals_step COMMAND sh -c [=[
   field() { tr -d ' \n' < "$1" | grep -o "\"$2\":[^,}]*" | head -n 1 | cut -d: -f2; }
   links() { tr -d ' \n' < "$1" | grep -o "\"$2\":{[^}]*}" | cut -d: -f2-; }
   for m in baseline smart handler topk; do
-    rm -rf s && "$B" init --dir s --devices 3 --params 1000000 --subgroup 65536 --grad fp16       --out fp16 --loss-scale 1024 > /dev/null || exit 1
+    rm -rf s && "$B" init --dir s --devices 3 --params 1000000 --subgroup 65536 --grad fp16 \
+      --out fp16 --loss-scale 1024 > /dev/null || exit 1
     case $m in
       baseline) a="--mode baseline --threads 8" ;; smart) a="--serial" ;;
       handler) a="" ;; topk) a="--topk 0.05" ;;
     esac
     "$B" step --dir s $a --no-pin --json > step.json || exit 1
-    "$B" plan --params 1000000 --devices 3 --subgroup 65536 --modes $m --topk 0.05       --json > plan.json || exit 1
+    "$B" plan --params 1000000 --devices 3 --subgroup 65536 --modes $m --topk 0.05 \
+      --host-threads 8 --json > plan.json || exit 1
     s=$(field step.json virtual_seconds); p=$(field plan.json step)
     [ -n "$s" ] && [ "$s" = "$p" ] || { echo "$m: step $s s, plan $p s"; exit 1; }
     [ -n "$(links step.json bytes)" ] &&
