@@ -234,10 +234,8 @@ uint64_t PeakRssBytes() {
 TEST(NullDevice, ThirtyThreeBillionParametersOnTenDevicesInBoundedMemory) {
   StoreConfig cfg = Config(Optimizer::kAdamW, 33000000000ull, 10, 0, DType::kFp16, DType::kFp16);
   // What `csdkit init` picks: the size that fits 4 GiB, capped at 4 Mi elements.
-  cfg.subgroup_elems = std::min<uint32_t>(
-      SubgroupForMemory(uint64_t{4} << 30, cfg.hyper, cfg.grad, cfg.out,
-                        (cfg.params + cfg.devices - 1) / cfg.devices),
-      4u << 20);
+  cfg.subgroup_elems = DefaultSubgroup(uint64_t{4} << 30, cfg.hyper, cfg.grad, cfg.out,
+                                       (cfg.params + cfg.devices - 1) / cfg.devices);
   Store plan = Store::Plan(cfg);
   DeviceSpec spec = Spec(Backend::kNull, cfg.devices);
   spec.device_mem = uint64_t{4} << 30;

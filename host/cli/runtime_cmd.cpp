@@ -91,8 +91,7 @@ Store DoInit(const InitOpts& o) {
     }
     c.subgroup_elems = o.subgroup;
   } else {
-    // Default: a few subgroups per shard so loads and compute overlap, within device memory.
-    c.subgroup_elems = std::min<uint32_t>(fit, 4u << 20);
+    c.subgroup_elems = DefaultSubgroup(o.device_mem, c.hyper, c.grad, c.out, shard);
   }
   return Store::Create(o.dir, c);
 }

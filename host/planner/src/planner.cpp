@@ -212,7 +212,9 @@ PlanPoint PlanIteration(const PlanModel& model, const SystemProfile& sys, PlanMo
                                 std::to_string(model.device_mem) + " bytes), found " +
                                 std::to_string(model.subgroup));
   }
-  c.subgroup_elems = model.subgroup != 0 ? model.subgroup : std::min<uint32_t>(fit, 4u << 20);
+  c.subgroup_elems = model.subgroup != 0
+                         ? model.subgroup
+                         : DefaultSubgroup(model.device_mem, c.hyper, c.grad, c.out, shard);
   Store store = Store::Plan(c);
   DeviceSpec spec;
   spec.backend = Backend::kNull;

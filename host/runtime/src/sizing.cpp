@@ -41,4 +41,10 @@ uint32_t SubgroupForMemory(uint64_t device_mem, const OptimizerConfig& hyper, DT
   return static_cast<uint32_t>(std::max<uint64_t>(s, hls::kBlockElems));
 }
 
+uint32_t DefaultSubgroup(uint64_t device_mem, const OptimizerConfig& hyper, DType grad,
+                         DType out, uint64_t shard_elems) {
+  return std::min<uint32_t>(SubgroupForMemory(device_mem, hyper, grad, out, shard_elems),
+                            4u << 20);
+}
+
 }  // namespace csdkit

@@ -785,31 +785,12 @@ void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* us
     throw std::invalid_argument("commit: expected a step number >= 0, found " +
                                 std::to_string(next_step));
   }
-  if (planning_) {
-    // In memory only: the same bookkeeping as a commit, no file and no manifest.
-    if (used != nullptr) {
-      if (used->size() != group_hyper_.size()) {
-        throw std::invalid_argument("commit: expected hyper-parameters for " +
-                                    std::to_string(group_hyper_.size()) + " groups, found " +
-                                    std::to_string(used->size()));
-      }
-      prev_group_hyper_ = group_hyper_;
-      group_hyper_ = *used;
-    } else {
-      prev_group_hyper_ = group_hyper_;
-    }
-    prev_crcs_ = crcs_;
-    prev_step_ = step_;
-    prev_slot_ = slot_;
-    has_previous_ = true;
-    crcs_ = crcs;
-    step_ = next_step;
-    slot_ = 1 - slot_;
-    return;
+  // A planning store (no files) does the same bookkeeping in memory: no sync, no manifest.
+  if (!planning_) {
+    SyncNextSlot();
+    if (commit_hook) commit_hook("synced");
+    CheckManifestUnchanged();
   }
-  SyncNextSlot();
-  if (commit_hook) commit_hook("synced");
-  CheckManifestUnchanged();
   const std::vector<OptimizerConfig> before = group_hyper_;
   if (used != nullptr) {
     if (used->size() != group_hyper_.size()) {
@@ -822,12 +803,14 @@ void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* us
   // The replaced state's hyper-parameters, recorded as "previous" (ROLLBACK).
   const std::vector<OptimizerConfig> before_prev = prev_group_hyper_;
   prev_group_hyper_ = before;
-  try {
-    WriteManifest(next_step, 1 - slot_, crcs, false, true);
-  } catch (...) {
-    group_hyper_ = before;
-    prev_group_hyper_ = before_prev;
-    throw;
+  if (!planning_) {
+    try {
+      WriteManifest(next_step, 1 - slot_, crcs, false, true);
+    } catch (...) {
+      group_hyper_ = before;
+      prev_group_hyper_ = before_prev;
+      throw;
+    }
   }
   prev_crcs_ = crcs_;
   prev_step_ = step_;

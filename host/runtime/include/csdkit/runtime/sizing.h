@@ -15,6 +15,12 @@ namespace csdkit {
 uint32_t SubgroupForMemory(uint64_t device_mem, const OptimizerConfig& hyper, DType grad,
                            DType out, uint64_t shard_elems);
 
+/// The subgroup size `csdkit init` and the planner take when none is given: the size that fits
+/// (SubgroupForMemory), capped at 4 Mi elements so that a shard has several subgroups whose
+/// loads and compute overlap.
+uint32_t DefaultSubgroup(uint64_t device_mem, const OptimizerConfig& hyper, DType grad,
+                         DType out, uint64_t shard_elems);
+
 }  // namespace csdkit
 
 #endif  // CSDKIT_RUNTIME_SIZING_H_
