@@ -2,18 +2,22 @@
 // policy, gradient and copy dtype, run by csd_update) against the one runtime-selected datapath
 // of the HLS, RTL and OpenCL builds (csd_update_general): bit for bit on every byte of every
 // buffer, on every configuration, with special values (NaN payloads, infinities, signed zeros,
-// subnormals, huge values) at a high rate, on each instruction set the processor runs.
+// subnormals, huge values) at a high rate, on each instruction set the processor runs, the
+// status word's integrity lanes included, computed both ways the specialised datapath has:
+// folded into its loops (VPCLMULQDQ) and around them in chunks (any other CRC implementation).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "csdkit/hls/word.h"
 #include "csdkit/platform/problem.h"
 #include "csdkit/platform/update_launch.h"
+#include "crc_fast.h"
 #include "datapath.h"
 #include "test_util.h"
 
@@ -32,6 +36,16 @@ std::vector<hh::Isa> Isas() {
   return r;
 }
 
+// The CRC implementations to run the specialised datapath with: the default (VPCLMULQDQ where
+// present: the lanes folded into the loops) and one that computes them around the loops.
+std::vector<hh::CrcImpl> CrcImpls() {
+  std::vector<hh::CrcImpl> r{hh::ActiveCrcImpl()};
+  r.push_back(hh::HasCrcImpl(hh::CrcImpl::kPclmul) && r[0] != hh::CrcImpl::kPclmul
+                  ? hh::CrcImpl::kPclmul
+                  : hh::CrcImpl::kTable);
+  return r;
+}
+
 using Param = std::tuple<int, DType, DType, bool, bool>;  // variant, grad, out, sparse, ftz
 
 std::string Name(const ::testing::TestParamInfo<Param>& info) {
@@ -42,16 +56,32 @@ std::string Name(const ::testing::TestParamInfo<Param>& info) {
 
 class SpecialisedDatapath : public ::testing::TestWithParam<Param> {
  protected:
-  void TearDown() override { hh::SetIsa(hh::HasAvx512() ? hh::Isa::kAvx512 : hh::Isa::kAvx2); }
+  void SetUp() override { crc_was_ = hh::ActiveCrcImpl(); }
+  void TearDown() override {
+    hh::SetIsa(hh::HasAvx512() ? hh::Isa::kAvx512 : hh::Isa::kAvx2);
+    hh::SetCrcImpl(crc_was_);
+  }
+  hh::CrcImpl crc_was_ = hh::CrcImpl::kTable;
 };
 
 TEST_P(SpecialisedDatapath, EqualsTheGeneralOneBitForBit) {
   const auto& [vi, g, o, sp, ftz] = GetParam();
   const Variant var = AllVariants()[vi];
-  int cases = 0;
+  int cases = 0, expected = 0;
+  // Every size with the default CRC implementation, and every size but the longest with the
+  // other one (it changes only where the CRCs are computed).
+  const std::vector<hh::CrcImpl> impls = CrcImpls();
+  std::vector<std::pair<uint32_t, hh::CrcImpl>> runs;
+  for (uint32_t n : kSizes) {
+    for (hh::CrcImpl impl : impls) {
+      if (impl == impls[0] || n <= (1u << 20)) runs.emplace_back(n, impl);
+    }
+  }
   for (hh::Isa isa : Isas()) {
     ASSERT_TRUE(hh::SetIsa(isa));
-    for (uint32_t n : kSizes) {
+    for (const auto& [n, impl] : runs) {
+      ASSERT_TRUE(hh::SetCrcImpl(impl));
+      expected += 2;
       for (double special : {0.0, 0.3}) {
         const uint64_t seed = 0xd47a0000u + static_cast<uint64_t>(vi) * 104729u + n +
                               (special > 0 ? 1 : 0);
@@ -76,7 +106,9 @@ TEST_P(SpecialisedDatapath, EqualsTheGeneralOneBitForBit) {
         ASSERT_EQ(InvokeUpdate(WordsOf(general), HostDatapath::kGeneral), 0u);
         ASSERT_EQ(InvokeUpdate(WordsOf(fast), HostDatapath::kSpecialised), 0u);
         std::ostringstream ctx;
-        ctx << "isa=" << hh::IsaName(isa) << " variant=" << var.name << " grad=" << DTypeName(g)
+        ctx << "isa=" << hh::IsaName(isa) << " crc=" << hh::CrcImplName(impl)
+            << (hh::FusedIntegrity() ? " (fused)" : " (chunked)") << " variant=" << var.name
+            << " grad=" << DTypeName(g)
             << " out=" << OutDTypeName(o) << (sp ? " sparse" : " dense")
             << (ftz ? " ftz" : " ieee") << " n=" << n << " seed=0x" << std::hex << seed
             << " specials=" << special;
@@ -101,7 +133,7 @@ TEST_P(SpecialisedDatapath, EqualsTheGeneralOneBitForBit) {
       }
     }
   }
-  EXPECT_EQ(cases, static_cast<int>(Isas().size() * std::size(kSizes) * 2));
+  EXPECT_EQ(cases, expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(

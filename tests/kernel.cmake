@@ -1,11 +1,12 @@
 # Kernel-level tests: the L2 top against the plain reference, the sparse format, the rules
-# against double precision, and the argument table against the HLS source.
+# against double precision, the argument table against the HLS source, and the CRC-32 of the
+# status word's integrity lanes against zlib.
 add_library(csdkit_test_util STATIC ${CMAKE_CURRENT_SOURCE_DIR}/test_util.cpp)
 target_link_libraries(csdkit_test_util PUBLIC csdkit_platform csdkit_runtime)
 target_include_directories(csdkit_test_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(csdkit_test_util PRIVATE ${CSDKIT_MODEL_FLAGS} -O2)
 
-foreach(t kernel_test datapath_test sparse_test rules_test args_table_test)
+foreach(t kernel_test datapath_test sparse_test rules_test args_table_test crc_test)
   csdkit_test(${t})
   target_link_libraries(${t} PRIVATE csdkit_test_util)
   gtest_discover_tests(${t} PROPERTIES LABELS quick DISCOVERY_TIMEOUT 60)
@@ -135,9 +136,13 @@ JSON
   printf '\000\000\200\077\000\000\000\100\000\000\200\177' > theta.in.bin
   printf '\000\000\200\077\000\000\000\300\000\000\200\077' > grad.in.bin
   printf '\000\000\000\077\000\000\100\100\000\000\200\177' > theta.out.bin
-  { printf '\000\000\000\000\000\000\000\000\003\000\000\000'
-    i=0; while [ $i -lt 12 ]; do printf '\000\000\000\000'; i=$((i + 1)); done
-    printf '\033\000\320\305'; } > status.out.bin
+  # status: error 0, position 0, 3 elements, no sparse entries, CRC-32 of theta as read and as
+  # written (lanes 4, 7; no m, no v), 1 non-finite value written (theta'[2] = +inf, lanes 10, 11),
+  # lanes 12-14 zero, the magic.
+  { printf '\000\000\000\000\000\000\000\000\003\000\000\000\000\000\000\000'
+    printf '\302\154\222\317\000\000\000\000\000\000\000\000\257\157\317\046'
+    printf '\000\000\000\000\000\000\000\000\001\000\000\000\002\000\000\000'
+    printf '\000\000\000\000\000\000\000\000\000\000\000\000\033\000\320\305'; } > status.out.bin
   "$1" kernel --replay "$d"]=]
   sh $<TARGET_FILE:csdkit> ${csdkit_golden_dir}/hand_written)
 set_tests_properties(kernel_replay_hand_written PROPERTIES LABELS quick

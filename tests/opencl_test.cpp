@@ -1,5 +1,6 @@
 // The OpenCL backend on the platform at hand (PoCL in CI): the kernel built from csd_update.cpp
-// as C++ for OpenCL must equal the host model bit for bit on every byte of every buffer, and the
+// as C++ for OpenCL must equal the host model bit for bit on every byte of every buffer (the
+// status word's integrity lanes included, on overflowing outputs too), and the
 // SmartUpdate scheduler on OpenCL devices must equal the baseline. Skipped (visibly) when no
 // OpenCL platform is installed.
 #include <gtest/gtest.h>
@@ -7,8 +8,10 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "csdkit/platform/opencl_device.h"
 #include "csdkit/platform/problem.h"
@@ -51,6 +54,51 @@ TEST_F(OpenCl, KernelEqualsModelBitForBit) {
   EXPECT_EQ(r.failed, 0);
   EXPECT_EQ(r.launches, 10 * 3 * 3 * 2 * 2 * 6);
   std::printf("%d launches bit-exact with the model\n", r.launches);
+}
+
+// Outputs that overflow binary32 from finite inputs and hyper-parameters (test_util.h's
+// OverflowProblem): the OpenCL kernel's non-finite count and first position, its CRC lanes and
+// every buffer equal the host model's, on every optimizer variant and gradient dtype.
+TEST_F(OpenCl, IntegrityLanesEqualModelOnOverflow) {
+  DeviceSet devices(OpenClDevices(1, 0));
+  Device& dev = devices[0];
+  int launches = 0, with_nonfinite = 0;
+  for (const Variant& var : AllVariants()) {
+    for (DType g : {DType::kFp32, DType::kFp16, DType::kBf16}) {
+      for (uint32_t n : {1000u, 20001u}) {
+        for (Overflow how : {Overflow::kHugeUnscale, Overflow::kHugeLr}) {
+          std::vector<uint32_t> hot = {n - 1, 500, 37};
+          if (n > 8200) hot.push_back(8200);
+          const uint64_t seed = 0x0c10u + n + static_cast<uint64_t>(g) * 7u;
+          const Problem p = OverflowProblem(var, g, DType::kBf16, n, how, hot, seed);
+          UpdateBuffers exp = p.buf.Clone();
+          ASSERT_EQ(RunUpdate(exp, p.spec.n, p.nnz, p.launch), 0u);
+          const UpdateBuffers got = RunOnDevice(dev, p);
+          std::ostringstream ctx;
+          ctx << "variant=" << var.name << " grad=" << DTypeName(g) << " n=" << n
+              << (how == Overflow::kHugeUnscale ? " unscale=3e38" : " lr=3e38") << " seed=0x"
+              << std::hex << seed;
+          for (const auto& [nm, a, b, eb] :
+               {std::tuple{"status", &exp.status, &got.status, 4u},
+                std::tuple{"theta", &exp.theta, &got.theta, 4u},
+                std::tuple{"m", &exp.m, &got.m, 4u}, std::tuple{"v", &exp.v, &got.v, 4u},
+                std::tuple{"out16", &exp.out16, &got.out16, 2u}}) {
+            const std::string d = DiffBuffers(nm, *a, *b, eb, ctx.str());
+            EXPECT_EQ(d, "");
+          }
+          const uint32_t nf = got.status.as<uint32_t>()[hls::kStatusNonFinite];
+          if (how == Overflow::kHugeUnscale) {
+            EXPECT_GE(nf, hot.size()) << ctx.str();
+            EXPECT_EQ(got.status.as<uint32_t>()[hls::kStatusNonFinitePos], 37u) << ctx.str();
+          }
+          ++launches;
+          with_nonfinite += nf != 0u ? 1 : 0;
+        }
+      }
+    }
+  }
+  std::printf("%d overflow launches (%d with non-finite outputs) equal to the model\n", launches,
+              with_nonfinite);
 }
 
 TEST_F(OpenCl, SmartUpdateOnOpenClEqualsBaseline) {

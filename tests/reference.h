@@ -1,12 +1,16 @@
 // The plain reference of the updater: one element at a time, each optimizer in its textbook
 // form (written independently of the unified datapath in rules.h), the gradient decoded by a
-// plain scatter from the sparse arrays, no tiles, no words. Shared by the kernel tests.
+// plain scatter from the sparse arrays, no tiles, no words; the status word's integrity lanes
+// from zlib's crc32 over the arrays before and after the update and a plain loop for the
+// non-finite count. Shared by the kernel tests.
 #ifndef CSDKIT_TESTS_REFERENCE_H_
 #define CSDKIT_TESTS_REFERENCE_H_
 
 #include <cstdint>
 #include <cstring>
 #include <vector>
+
+#include <zlib.h>
 
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
@@ -41,10 +45,25 @@ inline std::vector<uint32_t> DenseGradBits(const Problem& p, const UpdateBuffers
   return g;
 }
 
+/// zlib's CRC-32 of the first n binary32 elements of a buffer (the bytes, not the words).
+inline uint32_t ReferenceCrc(const AlignedBuffer& a, uint32_t n) {
+  return static_cast<uint32_t>(
+      crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(a.data()), size_t{n} * 4));
+}
+
 /// Applies one step to `b` in textbook form. Returns nothing; `b` must be a valid launch.
 inline void ReferenceUpdate(const Problem& p, UpdateBuffers& b) {
   hls::Mode md{};
   hls::DecodeMode(p.launch.mode, &md);
+  const uint32_t n = p.spec.n;
+  // Which arrays the optimizer keeps, written out here rather than taken from mode.h.
+  const bool has_m = md.opt == Optimizer::kAdamW || md.opt == Optimizer::kAdam ||
+                     md.opt == Optimizer::kLion || (md.opt == Optimizer::kSgd && md.momentum);
+  const bool has_v = md.opt == Optimizer::kAdamW || md.opt == Optimizer::kAdam ||
+                     md.opt == Optimizer::kAdagrad;
+  const uint32_t crc_theta_in = ReferenceCrc(b.theta, n);
+  const uint32_t crc_m_in = has_m ? ReferenceCrc(b.m, n) : 0u;
+  const uint32_t crc_v_in = has_v ? ReferenceCrc(b.v, n) : 0u;
   const hls::Scalars& s = p.launch.scalars;
   const hls::Fp32 f(md.ftz);
   using hls::U2F;
@@ -94,10 +113,33 @@ inline void ReferenceUpdate(const Problem& p, UpdateBuffers& b) {
     if (md.out == DType::kFp16) b.out16.as<uint16_t>()[i] = hls::F32ToF16(F2U(th[i]));
     if (md.out == DType::kBf16) b.out16.as<uint16_t>()[i] = hls::F32ToBf16(F2U(th[i]));
   }
+  // Non-finite values written: exponent field 255, counted per array.
+  uint64_t nonfinite = 0;
+  uint32_t first = 0xffffffffu;
+  const uint32_t* arrays[3] = {b.theta.as<uint32_t>(), has_m ? b.m.as<uint32_t>() : nullptr,
+                               has_v ? b.v.as<uint32_t>() : nullptr};
+  for (uint32_t i = 0; i < n; ++i) {
+    for (const uint32_t* a : arrays) {
+      if (a != nullptr && ((a[i] >> 23) & 0xffu) == 0xffu) {
+        ++nonfinite;
+        if (first == 0xffffffffu) first = i;
+      }
+    }
+  }
   uint32_t* st = b.status.as<uint32_t>();
   std::memset(st, 0, hls::kWordBytes);
-  st[hls::kStatusElems] = p.spec.n;
+  st[hls::kStatusElems] = n;
   st[hls::kStatusNnz] = md.sparse ? p.nnz : 0u;
+  st[hls::kStatusCrcThetaIn] = crc_theta_in;
+  st[hls::kStatusCrcMIn] = crc_m_in;
+  st[hls::kStatusCrcVIn] = crc_v_in;
+  st[hls::kStatusCrcThetaOut] = ReferenceCrc(b.theta, n);
+  st[hls::kStatusCrcMOut] = has_m ? ReferenceCrc(b.m, n) : 0u;
+  st[hls::kStatusCrcVOut] = has_v ? ReferenceCrc(b.v, n) : 0u;
+  st[hls::kStatusNonFinite] =
+      nonfinite > 0xffffffffu ? 0xffffffffu : static_cast<uint32_t>(nonfinite);
+  st[hls::kStatusNonFinitePos] = first;
+  st[hls::kStatusAxiError] = 0u;
   st[hls::kStatusMagic] = hls::kStatusMagicValue;
 }
 

@@ -208,6 +208,12 @@ TEST(Sparse, MalformedStreamsRejectedAndNothingWritten) {
       EXPECT_EQ(pos, c.expect_pos) << c.name;
     }
     EXPECT_EQ(p.buf.status.as<uint32_t>()[hls::kStatusElems], 0u) << c.name;
+    EXPECT_EQ(CheckNothingWrittenLanes(p.buf.status), "") << c.name;
+    // The general datapath (the HLS, RTL and OpenCL one) reports the same status word.
+    UpdateBuffers general = before.Clone();
+    general.SetScalars(p.spec.n, p.nnz, p.launch);
+    EXPECT_EQ(InvokeUpdate(WordsOf(general), HostDatapath::kGeneral), c.expect_err) << c.name;
+    EXPECT_EQ(DiffBuffers("status", p.buf.status, general.status, 4, c.name), "");
     for (const auto& [nm, a, b] :
          {std::tuple{"theta", &before.theta, &p.buf.theta}, std::tuple{"m", &before.m, &p.buf.m},
           std::tuple{"v", &before.v, &p.buf.v}, std::tuple{"out16", &before.out16, &p.buf.out16},

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "csdkit/hls/bits.h"
 #include "csdkit/hls/sparse.h"
 #include "csdkit/platform/splitmix.h"
 
@@ -68,6 +69,47 @@ void InjectSpecials(Problem& p, double fraction, uint64_t seed) {
       case DType::kBf16: p.buf.grad.as<uint16_t>()[k] = Pick(kSpecialBf16, Mix(s)); break;
     }
   }
+}
+
+Problem OverflowProblem(const Variant& var, DType grad, DType out, uint32_t n, Overflow how,
+                        const std::vector<uint32_t>& hot, uint64_t seed) {
+  ProblemSpec spec;
+  spec.hyper = var.cfg;
+  spec.step = var.step;
+  spec.grad.grad = grad;
+  spec.grad.out = out;
+  spec.n = n;
+  spec.seed = seed;
+  Problem p = Problem::Generate(spec);
+  std::memset(p.buf.grad.data(), 0, p.buf.grad.size());
+  for (uint32_t i : hot) {
+    if (grad == DType::kFp32) {
+      p.buf.grad.as<uint32_t>()[i] = 0x40000000u;  // 2.0f
+    } else {
+      p.buf.grad.as<uint16_t>()[i] = 0x4000u;  // 2.0 in fp16 and in bf16
+    }
+  }
+  if (how == Overflow::kHugeUnscale) {
+    p.launch.scalars.unscale = hls::F2U(3e38f);
+  } else {
+    p.launch.scalars.lr = hls::F2U(3e38f);
+  }
+  return p;
+}
+
+std::string CheckNothingWrittenLanes(const AlignedBuffer& status) {
+  const uint32_t* st = status.as<uint32_t>();
+  std::string r;
+  for (unsigned lane = hls::kStatusCrcThetaIn; lane < hls::kStatusMagic; ++lane) {
+    const uint32_t exp = lane == hls::kStatusNonFinitePos ? hls::kStatusNoPosition : 0u;
+    if (st[lane] != exp) {
+      char b[96];
+      std::snprintf(b, sizeof b, "%sstatus lane %u: EXP=0x%08x GOT=0x%08x", r.empty() ? "" : "; ",
+                    lane, exp, st[lane]);
+      r += b;
+    }
+  }
+  return r;
 }
 
 std::string DescribeInputs(const Problem& p, const UpdateBuffers& in, uint64_t i) {

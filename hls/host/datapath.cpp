@@ -1,6 +1,9 @@
-// Run-time choice of the instruction set for the specialised datapath (datapath.h).
+// Run-time choice of the instruction set for the specialised datapath (datapath.h), and the
+// integrity lanes computed around the loops where they are not folded inside them.
 #include <atomic>
 
+#include "crc_fast.h"
+#include "csdkit/hls/bits.h"
 #include "datapath.h"
 
 namespace csdkit {
@@ -35,11 +38,65 @@ bool SetIsa(Isa isa) {
 
 const char* IsaName(Isa isa) { return isa == Isa::kAvx512 ? "avx512" : "avx2"; }
 
-void Update(const Mode& md, const RuleCtl& c, const Span& s) {
+namespace {
+
+void UpdateIsa(const Mode& md, const RuleCtl& c, const Span& s) {
   if (ActiveIsa() == Isa::kAvx512) {
     UpdateAvx512(md, c, s);
   } else {
     UpdateAvx2(md, c, s);
+  }
+}
+
+}  // namespace
+
+bool FusedIntegrity() { return ActiveCrcImpl() == CrcImpl::kVpclmul; }
+
+void IntegrityIn(const Span& s, uint32_t i, uint32_t r) {
+  SpanIntegrity* ig = s.integrity;
+  ig->crc_in[0] = Crc32Words(ig->crc_in[0], s.theta + i, r);
+  if (s.m != nullptr) ig->crc_in[1] = Crc32Words(ig->crc_in[1], s.m + i, r);
+  if (s.v != nullptr) ig->crc_in[2] = Crc32Words(ig->crc_in[2], s.v + i, r);
+}
+
+void IntegrityOut(const Span& s, uint32_t i, uint32_t r) {
+  SpanIntegrity* ig = s.integrity;
+  uint64_t nf = 0;
+  ig->crc_out[0] = Crc32WordsNonFinite(ig->crc_out[0], s.theta + i, r, &nf);
+  if (s.m != nullptr) ig->crc_out[1] = Crc32WordsNonFinite(ig->crc_out[1], s.m + i, r, &nf);
+  if (s.v != nullptr) ig->crc_out[2] = Crc32WordsNonFinite(ig->crc_out[2], s.v + i, r, &nf);
+  if (nf == 0u) return;
+  ig->nonfinite += nf;
+  if (ig->first != 0xffffffffu) return;  // an earlier element has the first one
+  for (uint32_t k = i; k < i + r; ++k) {
+    if (IsNonFinite(s.theta[k]) || (s.m != nullptr && IsNonFinite(s.m[k])) ||
+        (s.v != nullptr && IsNonFinite(s.v[k]))) {
+      ig->first = ig->origin + k;
+      return;
+    }
+  }
+}
+
+void Update(const Mode& md, const RuleCtl& c, const Span& s) {
+  if (s.integrity == nullptr || FusedIntegrity()) {
+    UpdateIsa(md, c, s);
+    return;
+  }
+  // The integrity lanes around the loops: chunk by chunk, in cache.
+  const size_t gbytes = s.grad_type == DType::kFp32 ? 4 : 2;
+  for (uint32_t base = 0; base < s.len; base += kIntegrityChunk) {
+    Span cs = s;
+    cs.theta = s.theta + base;
+    cs.m = s.m != nullptr ? s.m + base : nullptr;
+    cs.v = s.v != nullptr ? s.v + base : nullptr;
+    cs.grad = static_cast<const char*>(s.grad) + base * gbytes;
+    cs.out = s.out != nullptr ? s.out + base : nullptr;
+    cs.len = s.len - base < kIntegrityChunk ? s.len - base : kIntegrityChunk;
+    cs.stream_len = s.stream_len != 0u ? s.stream_len : s.len;
+    cs.integrity = nullptr;
+    IntegrityIn(s, base, cs.len);
+    UpdateIsa(md, c, cs);
+    IntegrityOut(s, base, cs.len);
   }
 }
 

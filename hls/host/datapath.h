@@ -17,6 +17,15 @@
 // +, -, *, /, sqrt are correctly rounded on every x86 vector unit, the fp16 conversions are the
 // F16C instructions that define them, and the contract's NaN and subnormal handling is exact
 // (compares, selects, bit masks), so the bits do not depend on the choice (the tests run both).
+//
+// Integrity lanes (mode.h: the CRC-32 of theta, m, v as read and as written, the non-finite
+// values written): a span given a SpanIntegrity advances it. Where the processor has VPCLMULQDQ
+// the CRCs are folded inside the loops, on the vectors as they are loaded and stored (carry-less
+// multiplication, crc_fast.h), and the non-finite values counted there, so they cost no pass of
+// their own; elsewhere (or with another crc_fast implementation chosen) the span runs in chunks
+// of kIntegrityChunk elements, each checksummed before and after its update while it is in
+// cache. Either way the values are the CRCs of the bytes (tests: crc_test, kernel_test,
+// datapath_test).
 #ifndef CSDKIT_HLS_HOST_DATAPATH_H_
 #define CSDKIT_HLS_HOST_DATAPATH_H_
 
@@ -29,6 +38,15 @@ namespace csdkit {
 namespace hls {
 namespace host {
 
+/// The integrity lanes of a launch as its spans advance them.
+struct SpanIntegrity {
+  uint32_t crc_in[3];   // raw CRC-32 registers (crc.h) of theta, m, v as read
+  uint32_t crc_out[3];  // ... and as written
+  uint64_t nonfinite;   // non-finite values written to theta, m, v (added to)
+  uint32_t first;       // the launch's first element with one, or 0xffffffff (set once)
+  uint32_t origin;      // the launch's element number of the span's element 0 (for `first`)
+};
+
 /// Elements [0, len) of one launch (or of one tile of it), as the kernel's buffers hold them.
 struct Span {
   uint32_t* theta = nullptr;
@@ -38,7 +56,27 @@ struct Span {
   DType grad_type = DType::kFp32;
   uint16_t* out = nullptr;       // the low-precision copy (md.out), else unused
   uint32_t len = 0;
+  // The length of the pass this span belongs to (0: the span is the whole pass): the copy is
+  // written with streaming stores when the pass is long, even if it is run in shorter spans.
+  uint32_t stream_len = 0;
+  // When set, Update advances it over the span: the CRCs of theta (and of m, v when present) as
+  // read and as written, the non-finite values written, the first of them.
+  SpanIntegrity* integrity = nullptr;
 };
+
+/// Elements per chunk when the integrity lanes are computed around the loops rather than in
+/// them: each chunk's state (up to 3 x 32 KiB) is checksummed, updated and checksummed again
+/// while it is in cache.
+constexpr uint32_t kIntegrityChunk = 8192;
+
+/// Advances s.integrity's input CRCs over elements [i, i + r) of the span (before they are
+/// updated), and its output CRCs and non-finite count over them (after).
+void IntegrityIn(const Span& s, uint32_t i, uint32_t r);
+void IntegrityOut(const Span& s, uint32_t i, uint32_t r);
+
+/// Whether Update folds the CRCs inside its loops (crc_fast's VPCLMULQDQ implementation is in
+/// use), rather than around them in chunks.
+bool FusedIntegrity();
 
 /// Updates the span with the datapath specialised for `md` (a mode DecodeMode accepted; its
 /// sparse bit is ignored: the span's gradient is dense) and the launch's controls `c`, which

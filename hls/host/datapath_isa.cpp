@@ -13,7 +13,9 @@
 //   * elements that do not fill a block (the span's end, and the head peeled to align streamed
 //     stores) run through the same code on a zero-padded copy, so there is no scalar path;
 //   * the outputs' NaN canonicalisation is one test per block, with the replacement done only
-//     when a NaN is present; on large spans the copy is written with streaming stores.
+//     when a NaN is present; on large spans the copy is written with streaming stores;
+//   * with a SpanIntegrity (and VPCLMULQDQ), the CRC-32 of each state array is folded in the
+//     loop on the vectors as loaded and as stored, and the non-finite outputs counted there.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -23,6 +25,7 @@
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/fp32.h"
+#include "crc_fast.h"
 #include "datapath.h"
 
 #ifndef CSDKIT_HOST_ISA
@@ -33,6 +36,11 @@
 
 #if !defined(__AVX2__) || !defined(__F16C__)
 #error "datapath_isa.cpp needs at least AVX2 and F16C (-march=x86-64-v3)"
+#endif
+// The fused integrity lanes use VPCLMULQDQ; the build enables it (-mvpclmulqdq) and Update runs
+// those loops only where the processor has it (FusedIntegrity), else the chunked path.
+#if !defined(__VPCLMULQDQ__) || !defined(__PCLMUL__)
+#error "datapath_isa.cpp is compiled with -mpclmul -mvpclmulqdq (used only where present)"
 #endif
 // 512-bit vectors where the build has AVX-512 (F, BW, VL, DQ: x86-64-v4), else 256-bit.
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
@@ -215,6 +223,65 @@ inline void StoreBf16x2(uint16_t* p, VU b0, VU b1) {
 #endif
 
 // ---------------------------------------------------------------------------------------------
+// CRC-32 folding on machine vectors (crc_fast.h has the method and the constants). Each stream
+// (theta, m, v as loaded; theta', m', v' as stored) has one accumulator of the vector's width:
+// 128-bit lanes, each folded on by the vector's width in bits for every vector of the stream.
+
+// An accumulator moved on by one vector (k: the constants of that distance) plus the next vector.
+inline VU FoldV(VU acc, VU k, VU d) {
+#ifdef CSDKIT_HOST_ZMM
+  const __m512i a = (__m512i)acc, kk = (__m512i)k;
+  return (VU)_mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(a, kk, 0x00),
+                                       _mm512_clmulepi64_epi128(a, kk, 0x11), (__m512i)d, 0x96);
+#else
+  const __m256i a = (__m256i)acc, kk = (__m256i)k;
+  return (VU)_mm256_xor_si256(_mm256_xor_si256(_mm256_clmulepi64_epi128(a, kk, 0x00),
+                                               _mm256_clmulepi64_epi128(a, kk, 0x11)),
+                              (__m256i)d);
+#endif
+}
+
+// The folding constants of one vector's width, in every 128-bit lane.
+inline VU FoldConstants() {
+  constexpr CrcFold k = kW == 16 ? kCrcFold512 : kCrcFold256;
+  VU r;
+  for (uint32_t i = 0; i < kW; i += 4) {
+    r[i] = static_cast<uint32_t>(k.lo);
+    r[i + 1] = static_cast<uint32_t>(k.lo >> 32);
+    r[i + 2] = static_cast<uint32_t>(k.hi);
+    r[i + 3] = static_cast<uint32_t>(k.hi >> 32);
+  }
+  return r;
+}
+
+// The raw register of a stream whose accumulator is `acc`: its 128-bit lanes (earlier bytes
+// first) folded into one, then reduced.
+inline uint32_t CrcOfAcc(VU acc) {
+  const __m128i k = _mm_set_epi64x(static_cast<long long>(kCrcFold128.hi),
+                                   static_cast<long long>(kCrcFold128.lo));
+  alignas(64) uint32_t w[kW];
+  std::memcpy(w, &acc, sizeof acc);
+  __m128i a = _mm_load_si128(reinterpret_cast<const __m128i*>(w));
+  for (uint32_t l = 4; l < kW; l += 4) {
+    a = _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(a, k, 0x00),
+                                    _mm_clmulepi64_si128(a, k, 0x11)),
+                      _mm_load_si128(reinterpret_cast<const __m128i*>(w + l)));
+  }
+  uint64_t half[2];
+  std::memcpy(half, &a, sizeof half);
+  return Crc32FromFold(half[0], half[1]);
+}
+
+// Whether any lane of a compare mask is set.
+inline bool AnyLane(VU m) {
+#ifdef CSDKIT_HOST_ZMM
+  return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
+#else
+  return !_mm256_testz_si256((__m256i)m, (__m256i)m);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
 // A block: kU machine vectors, kB consecutive elements.
 
 struct GF {
@@ -375,13 +442,28 @@ struct Rule {
 
 // The blocks [i, end) of a span (end - i a multiple of kB): loads, rule, NaN canonicalisation,
 // stores. kStreamOut: the copy is written with streaming stores (s.out + i 64-byte aligned).
+// kCrc: s.integrity is advanced over the blocks (the CRCs folded on the loaded and the stored
+// vectors, the non-finite outputs counted); the blocks must then be the span's elements
+// [i, end) themselves, not a padded copy.
 // (noinline: one copy of the loop serves the span's body and its padded ends; flatten: every
 // call inside it is inlined, whatever the inliner's size limits.)
 template <Optimizer kOpt, bool kL2, bool kFtz, DType kGrad, DType kOut, uint32_t kForm,
-          bool kStreamOut>
+          bool kStreamOut, bool kCrc>
 __attribute__((noinline, flatten)) void Blocks(const VCtl<kFtz>& ctl, const Span& s, uint32_t i,
                                                uint32_t end) {
   constexpr bool kM = (kForm & kHasM) != 0, kV = (kForm & kHasV) != 0;
+  // The integrity lanes: per stream an accumulator (0 folds on to 0) and the register to xor
+  // into the stream's first 32 bits, which goes in with the first block's first vector.
+  // Streams 0-2: theta, m, v as loaded; 3-5: as stored.
+  const uint32_t first_i = i;
+  VU acc[6] = {}, inject[6] = {}, nf = {};
+  const VU kfold = FoldConstants(), kexp = SplatU(kExpMask);
+  if constexpr (kCrc) {
+    for (uint32_t k = 0; k < 3; ++k) {
+      inject[k][0] = s.integrity->crc_in[k];
+      inject[k + 3][0] = s.integrity->crc_out[k];
+    }
+  }
   // The operands and the span's pointers in locals: the stores below could otherwise alias
   // them and make the compiler reload them every block.
   const VCtl<kFtz> c = ctl;
@@ -405,9 +487,19 @@ __attribute__((noinline, flatten)) void Blocks(const VCtl<kFtz>& ctl, const Span
         gin.x[u] = LoadBf16(g16 + i + u * kW);
       }
       gin.x[u] = Pol<kFtz>(gin.x[u]);
-      theta.x[u] = Pol<kFtz>((VF)Load32(th + u * kW));
-      if (kM) m.x[u] = Pol<kFtz>((VF)Load32(mm + u * kW));
-      if (kV) v.x[u] = Pol<kFtz>((VF)Load32(vv + u * kW));
+      const VU t_in = Load32(th + u * kW);
+      theta.x[u] = Pol<kFtz>((VF)t_in);
+      if constexpr (kCrc) acc[0] = FoldV(acc[0], kfold, u == 0 ? t_in ^ inject[0] : t_in);
+      if constexpr (kM) {
+        const VU m_in = Load32(mm + u * kW);
+        m.x[u] = Pol<kFtz>((VF)m_in);
+        if constexpr (kCrc) acc[1] = FoldV(acc[1], kfold, u == 0 ? m_in ^ inject[1] : m_in);
+      }
+      if constexpr (kV) {
+        const VU v_in = Load32(vv + u * kW);
+        v.x[u] = Pol<kFtz>((VF)v_in);
+        if constexpr (kCrc) acc[2] = FoldV(acc[2], kfold, u == 0 ? v_in ^ inject[2] : v_in);
+      }
     }
     GF t, mo, vo;
     Rule<kOpt, kL2, kFtz, kForm>::Apply(c, theta, m, v, gin, &t, &mo, &vo);
@@ -437,6 +529,41 @@ __attribute__((noinline, flatten)) void Blocks(const VCtl<kFtz>& ctl, const Span
       if (kM) Store32(mm + u * kW, (VU)mo.x[u]);
       if (kV) Store32(vv + u * kW, (VU)vo.x[u]);
     }
+    if constexpr (kCrc) {
+      // The stored vectors into the output CRCs; non-finite lanes (exponent all ones) counted
+      // (a compare's all-ones lane is -1) and, the first time a block has one, located.
+      VU hit = {};
+      CSDKIT_EACH {
+        const VU to = (VU)t.x[u];
+        acc[3] = FoldV(acc[3], kfold, u == 0 ? to ^ inject[3] : to);
+        const VU ht = (VU)((to & kexp) == kexp);
+        nf -= ht;
+        hit |= ht;
+        if constexpr (kM) {
+          const VU mv = (VU)mo.x[u];
+          acc[4] = FoldV(acc[4], kfold, u == 0 ? mv ^ inject[4] : mv);
+          const VU hm = (VU)((mv & kexp) == kexp);
+          nf -= hm;
+          hit |= hm;
+        }
+        if constexpr (kV) {
+          const VU vv_o = (VU)vo.x[u];
+          acc[5] = FoldV(acc[5], kfold, u == 0 ? vv_o ^ inject[5] : vv_o);
+          const VU hv = (VU)((vv_o & kexp) == kexp);
+          nf -= hv;
+          hit |= hv;
+        }
+      }
+      for (uint32_t k = 0; k < 6; ++k) inject[k] = VU{};
+      if (__builtin_expect(AnyLane(hit), 0) && s.integrity->first == 0xffffffffu) {
+        for (uint32_t j = 0; j < kB; ++j) {
+          if (IsNonFinite(th[j]) || (kM && IsNonFinite(mm[j])) || (kV && IsNonFinite(vv[j]))) {
+            s.integrity->first = s.integrity->origin + i + j;
+            break;
+          }
+        }
+      }
+    }
     if constexpr (kOut == DType::kFp16) {
       CSDKIT_EACH StoreF16<kStreamOut>(out + i + u * kW, t.x[u]);
     } else if constexpr (kOut == DType::kBf16) {
@@ -449,13 +576,27 @@ __attribute__((noinline, flatten)) void Blocks(const VCtl<kFtz>& ctl, const Span
 #endif
     }
   }
+  if constexpr (kCrc) {
+    if (first_i < end) {  // at least one block: the accumulators hold the streams
+      SpanIntegrity* ig = s.integrity;
+      ig->crc_in[0] = CrcOfAcc(acc[0]);
+      ig->crc_out[0] = CrcOfAcc(acc[3]);
+      if (kM) ig->crc_in[1] = CrcOfAcc(acc[1]);
+      if (kM) ig->crc_out[1] = CrcOfAcc(acc[4]);
+      if (kV) ig->crc_in[2] = CrcOfAcc(acc[2]);
+      if (kV) ig->crc_out[2] = CrcOfAcc(acc[5]);
+      uint64_t count = 0;
+      for (uint32_t l = 0; l < kW; ++l) count += nf[l];
+      ig->nonfinite += count;
+    }
+  }
 }
 
-// Streaming stores for the copy on spans of at least this many elements: the copy is only
-// written, so ordinary stores would first read every line of it from memory (2 more bytes per
-// element); on spans this large it would not stay cached for its reader anyway. (The state is
-// read before it is written, so its lines are already cached: streaming its stores measured
-// far slower.)
+// Streaming stores for the copy on passes (Span::stream_len) of at least this many elements: the
+// copy is only written, so ordinary stores would first read every line of it from memory (2 more
+// bytes per element); on passes this large it would not stay cached for its reader anyway. (The
+// state is read before it is written, so its lines are already cached: streaming its stores
+// measured far slower.)
 constexpr uint32_t kStreamMin = 1u << 20;
 
 // The whole span in one pass of kB-element blocks. The elements [i, i + r) with r < kB (the
@@ -470,10 +611,15 @@ void Loop(const RuleCtl& ctl, const Span& s) {
   const VCtl<kFtz> c(ctl);
   const uint32_t n = s.len;
 
+  // With integrity lanes, the padded ends are checksummed on the span's own arrays, before and
+  // after; the body folds them in its loop.
+  const bool crc = s.integrity != nullptr;
   const auto partial = [&](uint32_t i, uint32_t r) {
+    if (crc) IntegrityIn(s, i, r);
     alignas(64) uint32_t t[kB] = {}, m[kB] = {}, v[kB] = {}, g[kB] = {};
     alignas(64) uint16_t o[kB];
     Span p = s;
+    p.integrity = nullptr;
     p.theta = t;
     p.m = m;
     p.v = v;
@@ -483,15 +629,17 @@ void Loop(const RuleCtl& ctl, const Span& s) {
     if (kM) std::memcpy(m, s.m + i, r * 4);
     if (kV) std::memcpy(v, s.v + i, r * 4);
     std::memcpy(g, static_cast<const char*>(s.grad) + size_t{i} * kGBytes, r * kGBytes);
-    Blocks<kOpt, kL2, kFtz, kGrad, kOut, kForm, false>(c, p, 0, kB);
+    Blocks<kOpt, kL2, kFtz, kGrad, kOut, kForm, false, false>(c, p, 0, kB);
     std::memcpy(s.theta + i, t, r * 4);
     if (kM) std::memcpy(s.m + i, m, r * 4);
     if (kV) std::memcpy(s.v + i, v, r * 4);
     if (kCopy) std::memcpy(s.out + i, o, r * 2);
+    if (crc) IntegrityOut(s, i, r);
   };
 
   uint32_t i = 0;
-  if (kCopy && n >= kStreamMin && reinterpret_cast<uintptr_t>(s.out) % 2 == 0) {
+  const uint32_t pass = s.stream_len != 0u ? s.stream_len : n;
+  if (kCopy && pass >= kStreamMin && reinterpret_cast<uintptr_t>(s.out) % 2 == 0) {
     // Peel up to the copy's next 64-byte line: each block then stores whole aligned vectors of
     // halves (16 or 32 bytes each, 2 * kB bytes per block).
     constexpr uintptr_t kLine = 64;
@@ -499,11 +647,19 @@ void Loop(const RuleCtl& ctl, const Span& s) {
         static_cast<uint32_t>((kLine - reinterpret_cast<uintptr_t>(s.out) % kLine) % kLine / 2);
     if (head > 0) partial(0, head);
     i = head + (n - head) / kB * kB;
-    Blocks<kOpt, kL2, kFtz, kGrad, kOut, kForm, true>(c, s, head, i);
+    if (crc) {
+      Blocks<kOpt, kL2, kFtz, kGrad, kOut, kForm, true, true>(c, s, head, i);
+    } else {
+      Blocks<kOpt, kL2, kFtz, kGrad, kOut, kForm, true, false>(c, s, head, i);
+    }
     _mm_sfence();  // the streamed stores are ordered before whatever the caller does next
   } else {
     i = n / kB * kB;
-    Blocks<kOpt, kL2, kFtz, kGrad, kOut, kForm, false>(c, s, 0, i);
+    if (crc) {
+      Blocks<kOpt, kL2, kFtz, kGrad, kOut, kForm, false, true>(c, s, 0, i);
+    } else {
+      Blocks<kOpt, kL2, kFtz, kGrad, kOut, kForm, false, false>(c, s, 0, i);
+    }
   }
   if (i < n) partial(i, n - i);
 }

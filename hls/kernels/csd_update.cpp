@@ -5,7 +5,10 @@
 // (block table + indices) before anything is written; then, tile by tile, burst-load the state
 // words, produce the binary32 gradient (unpack dense words, or merge-decode the sparse entries),
 // run the per-element rule of rules.h, and burst-store the state and the low-precision copy.
-// The status word is written last, always; on any error it is the only write.
+// The status word is written last, always; on any error it is the only write. Besides the error
+// and counts it reports the integrity lanes (mode.h): the CRC-32 of theta, m and v as read and as
+// written, advanced one 512-bit word at a time as the words stream (crc.h), and the number and
+// first position of the non-finite values written.
 //
 // Buffers are whole 512-bit words (word.h). In the last word of a subgroup whose size is not a
 // multiple of the lane count, lanes past n of theta/m/v are written back unchanged and lanes
@@ -15,6 +18,7 @@
 #include <type_traits>
 
 #include "csdkit/hls/bits.h"
+#include "csdkit/hls/crc.h"
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/rules.h"
@@ -76,7 +80,7 @@ inline void PrefetchWords(const Word* p, uint32_t words) {
 #endif
 }
 
-/// Burst-loads `words` state words into a tile array.
+/// Burst-loads `words` words of binary32 gradient into a tile array.
 CSDKIT_NOINLINE void LoadWords(const Word* src, uint32_t words, uint32_t* __restrict dst) {
 LOAD_WORDS:
   for (uint32_t w = 0; w < words; ++w) {
@@ -89,18 +93,105 @@ LOAD_WORDS:
   }
 }
 
-/// Burst-stores `words` state words from a tile array.
-CSDKIT_NOINLINE void StoreWords(const uint32_t* __restrict src, uint32_t words, Word* dst) {
-STORE_WORDS:
+/// The integrity lanes of a launch as they accumulate (mode.h, kStatusCrcThetaIn and on).
+struct Integrity {
+  uint32_t crc_in[3];   // raw CRC registers (crc.h) of theta, m, v as read
+  uint32_t crc_out[3];  // ... and as written
+  uint64_t nonfinite;   // non-finite values written (wide: up to 3n)
+  uint32_t nf_pos;      // first element with one, or kStatusNoPosition
+};
+
+/// Valid lanes of word w of a tile of `len` elements: 16, or fewer in the tile's last word.
+inline unsigned ValidLanes(uint32_t len, uint32_t w) {
+  const uint32_t rem = len - w * hk::kLanes;
+  return rem < hk::kLanes ? rem : hk::kLanes;
+}
+
+/// Burst-loads `words` state words of theta (and of m, v when the optimizer has them) into the
+/// tile arrays, advancing each array's CRC (crc[0..2]) over the tile's `len` elements: lanes past
+/// len in the last word are loaded but not part of the CRC. The three arrays stream side by side
+/// over their own bundles, one word of each per iteration.
+CSDKIT_NOINLINE void LoadState(const Word* theta, const Word* m, const Word* v, bool use_m,
+                               bool use_v, uint32_t words, uint32_t len,
+                               uint32_t* __restrict th, uint32_t* __restrict mm,
+                               uint32_t* __restrict vv, uint32_t* crc) {
+  uint32_t c[3] = {crc[0], crc[1], crc[2]};
+  const bool on[3] = {true, use_m, use_v};
+LOAD_STATE:
   for (uint32_t w = 0; w < words; ++w) {
 #pragma HLS PIPELINE II = 1
-    Word x;
+    Word x[3];
+    x[0] = theta[w];
+    if (use_m) x[1] = m[w];
+    if (use_v) x[2] = v[w];
     for (unsigned l = 0; l < hk::kLanes; ++l) {
 #pragma HLS UNROLL
-      x[l] = src[w * hk::kLanes + l];
+      if (!use_m) x[1][l] = 0u;  // defined values for the CRC step that is then not taken
+      if (!use_v) x[2][l] = 0u;
+      th[w * hk::kLanes + l] = x[0][l];
+      mm[w * hk::kLanes + l] = x[1][l];
+      vv[w * hk::kLanes + l] = x[2][l];
     }
-    dst[w] = x;
+    hk::Crc32Beats<3>(c, x, on, ValidLanes(len, w));
   }
+  crc[0] = c[0];
+  crc[1] = c[1];
+  crc[2] = c[2];
+}
+
+/// Burst-stores `words` state words of theta (and m, v when the optimizer has them) from the
+/// tile arrays, advancing each array's output CRC over the tile's `len` elements and counting
+/// the non-finite values among them; `base` is the tile's first element, for the position of
+/// the launch's first non-finite value (tiles run in element order, so the first word that has
+/// one holds it).
+CSDKIT_NOINLINE void StoreState(const uint32_t* __restrict th, const uint32_t* __restrict mm,
+                                const uint32_t* __restrict vv, bool use_m, bool use_v,
+                                uint32_t words, uint32_t len, uint32_t base, Word* theta, Word* m,
+                                Word* v, Integrity* ig) {
+  uint32_t c[3] = {ig->crc_out[0], ig->crc_out[1], ig->crc_out[2]};
+  const bool on[3] = {true, use_m, use_v};
+  uint64_t count = ig->nonfinite;
+  uint32_t pos = ig->nf_pos;
+STORE_STATE:
+  for (uint32_t w = 0; w < words; ++w) {
+#pragma HLS PIPELINE II = 1
+    const unsigned lanes = ValidLanes(len, w);
+    Word x[3];
+    uint32_t any = 0;  // lanes where theta, m or v is non-finite
+    uint32_t nf = 0;   // non-finite values in this word of the three arrays
+  PACK_STATE:
+    for (unsigned l = 0; l < hk::kLanes; ++l) {
+#pragma HLS UNROLL
+      const uint32_t i = w * hk::kLanes + l;
+      x[0][l] = th[i];
+      x[1][l] = mm[i];
+      x[2][l] = vv[i];
+      const bool valid = l < lanes;
+      const bool nt = valid && hk::IsNonFinite(th[i]);
+      const bool nm = valid && use_m && hk::IsNonFinite(mm[i]);
+      const bool nv = valid && use_v && hk::IsNonFinite(vv[i]);
+      nf += (nt ? 1u : 0u) + (nm ? 1u : 0u) + (nv ? 1u : 0u);
+      any |= (nt || nm || nv ? 1u : 0u) << l;
+    }
+    theta[w] = x[0];
+    if (use_m) m[w] = x[1];
+    if (use_v) v[w] = x[2];
+    hk::Crc32Beats<3>(c, x, on, lanes);
+    // The lowest lane of `any` (a priority encoder).
+    unsigned first = 0;
+  FIRST_NONFINITE:
+    for (unsigned l = hk::kLanes; l-- > 0;) {
+#pragma HLS UNROLL
+      if ((any >> l) & 1u) first = l;
+    }
+    if (pos == hk::kStatusNoPosition && any != 0u) pos = base + w * hk::kLanes + first;
+    count += nf;
+  }
+  ig->crc_out[0] = c[0];
+  ig->crc_out[1] = c[1];
+  ig->crc_out[2] = c[2];
+  ig->nonfinite = count;
+  ig->nf_pos = pos;
 }
 
 /// Loads `hwords` words of fp16 (f16) or bf16 gradient and widens them exactly to binary32.
@@ -187,6 +278,36 @@ CSDKIT_NOINLINE void ComputeTile(const hk::RuleCtl& ctl, uint32_t len, uint32_t*
 
 }  // namespace
 
+#ifdef CSDKIT_HOST_MODEL
+namespace {
+
+/// Host model, specialised datapath: updates the span s (elements base .. base + s.len - 1 of
+/// the launch) and advances the launch's integrity lanes over it: the same values LoadState and
+/// StoreState give, computed by the specialised datapath (datapath.h: folded into its loops, or
+/// around them in cache-sized chunks).
+void HostSpan(const hk::Mode& md, const hk::RuleCtl& ctl, hk::host::Span s, uint32_t base,
+              Integrity* ig) {
+  hk::host::SpanIntegrity si;
+  for (unsigned a = 0; a < 3; ++a) {
+    si.crc_in[a] = ig->crc_in[a];
+    si.crc_out[a] = ig->crc_out[a];
+  }
+  si.nonfinite = ig->nonfinite;
+  si.first = ig->nf_pos;
+  si.origin = base;
+  s.integrity = &si;
+  hk::host::Update(md, ctl, s);
+  for (unsigned a = 0; a < 3; ++a) {
+    ig->crc_in[a] = si.crc_in[a];
+    ig->crc_out[a] = si.crc_out[a];
+  }
+  ig->nonfinite = si.nonfinite;
+  ig->nf_pos = si.first;
+}
+
+}  // namespace
+#endif
+
 namespace {
 
 /// The whole launch; kHostFast (host model only) runs the specialised datapath instead of the
@@ -234,6 +355,17 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
   if (err == 0u && md.sparse) err = hk::ValidateSparse(sp_blk, sp_idx, n, nnz, &err_pos);
   if (err == 0u && !md.sparse && nnz != 0u) err = hk::kErrCount;
 
+  // The integrity lanes: registers at their initial value report 0 (crc.h), so state that is
+  // never streamed (unused, or any error) reports 0 without a case of its own.
+  Integrity ig;
+  for (unsigned a = 0; a < 3; ++a) {
+#pragma HLS UNROLL
+    ig.crc_in[a] = hk::kCrc32Init;
+    ig.crc_out[a] = hk::kCrc32Init;
+  }
+  ig.nonfinite = 0;
+  ig.nf_pos = hk::kStatusNoPosition;
+
   if (err == 0u) {
     const hk::Scalars sc = {unscale, lr, beta1, omb1, beta2, omb2, eps, wd, c1, c2};
     const hk::RuleCtl ctl = hk::MakeRuleCtl(md, sc);
@@ -263,7 +395,7 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
       s.grad_type = md.grad;
       s.out = o16;
       s.len = n;
-      hk::host::Update(md, ctl, s);
+      HostSpan(md, ctl, s, 0, &ig);
     }
 #endif
     // State an optimizer does not have is never loaded; give its tile array a defined value.
@@ -296,7 +428,7 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
         s.grad_type = hk::DType::kFp32;
         s.out = o16 ? o16 + base : nullptr;
         s.len = len;
-        hk::host::Update(md, ctl, s);
+        HostSpan(md, ctl, s, base, &ig);
         continue;
       }
 #endif
@@ -305,13 +437,14 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
       const uint32_t w0 = base / hk::kLanes;
       const uint32_t h0 = base / hk::kHalfLanes;
 
-      // Load: each array streams over its own bundle. Unused state is never read (its tile
-      // array is don't-care input to selects that ignore it).
-      LoadWords(theta + w0, words, th);
+      // Load: each array streams over its own bundle, checksummed as it passes. Unused state
+      // is never read (its tile array is don't-care input to selects that ignore it).
+      // (m and v advance only when present: a buffer the launch lacks may be a null pointer.)
+      Word* const mw = use_m ? m + w0 : m;
+      Word* const vw = use_v ? v + w0 : v;
+      LoadState(theta + w0, mw, vw, use_m, use_v, words, len, th, mm, vv, ig.crc_in);
     PAD_TAIL:  // the copy's last word may reach past the last state word: define those lanes
       for (uint32_t i = words * hk::kLanes; i < hwords * hk::kHalfLanes; ++i) th[i] = 0u;
-      if (use_m) LoadWords(m + w0, words, mm);
-      if (use_v) LoadWords(v + w0, words, vv);
 
       if (md.sparse) {
         // Lanes past the block's end never match an entry (validated offsets < block size).
@@ -339,10 +472,9 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
       }
       ComputeTile(ctl, len, th, mm, vv, gb);
 
-      // Store: state first, then the low-precision copy.
-      StoreWords(th, words, theta + w0);
-      if (use_m) StoreWords(mm, words, m + w0);
-      if (use_v) StoreWords(vv, words, v + w0);
+      // Store: state first (checksummed and its non-finite values counted as it passes), then
+      // the low-precision copy.
+      StoreState(th, mm, vv, use_m, use_v, words, len, base, theta + w0, mw, vw, &ig);
       if (md.out == hk::DType::kFp16) StoreHalves<true>(th, len, hwords, out16 + h0);
       if (md.out == hk::DType::kBf16) StoreHalves<false>(th, len, hwords, out16 + h0);
     }
@@ -361,6 +493,16 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
   st[hk::kStatusErrorPos] = err_pos;
   st[hk::kStatusElems] = err == 0u ? n : 0u;
   st[hk::kStatusNnz] = (err == 0u && md.sparse) ? nnz : 0u;
+  st[hk::kStatusCrcThetaIn] = hk::Crc32Final(ig.crc_in[0]);
+  st[hk::kStatusCrcMIn] = hk::Crc32Final(ig.crc_in[1]);
+  st[hk::kStatusCrcVIn] = hk::Crc32Final(ig.crc_in[2]);
+  st[hk::kStatusCrcThetaOut] = hk::Crc32Final(ig.crc_out[0]);
+  st[hk::kStatusCrcMOut] = hk::Crc32Final(ig.crc_out[1]);
+  st[hk::kStatusCrcVOut] = hk::Crc32Final(ig.crc_out[2]);
+  st[hk::kStatusNonFinite] =
+      ig.nonfinite > 0xffffffffull ? 0xffffffffu : static_cast<uint32_t>(ig.nonfinite);
+  st[hk::kStatusNonFinitePos] = ig.nf_pos;
+  st[hk::kStatusAxiError] = 0u;  // no bus responses to observe outside the RTL
   st[hk::kStatusMagic] = hk::kStatusMagicValue;
   status[0] = st;
 }

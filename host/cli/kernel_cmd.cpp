@@ -214,6 +214,24 @@ std::string StatusLane(uint64_t k) {
       return "lane 2 (elements updated)";
     case hls::kStatusNnz:
       return "lane 3 (sparse entries consumed)";
+    case hls::kStatusCrcThetaIn:
+      return "lane 4 (CRC-32 of theta as read)";
+    case hls::kStatusCrcMIn:
+      return "lane 5 (CRC-32 of m as read)";
+    case hls::kStatusCrcVIn:
+      return "lane 6 (CRC-32 of v as read)";
+    case hls::kStatusCrcThetaOut:
+      return "lane 7 (CRC-32 of theta as written)";
+    case hls::kStatusCrcMOut:
+      return "lane 8 (CRC-32 of m as written)";
+    case hls::kStatusCrcVOut:
+      return "lane 9 (CRC-32 of v as written)";
+    case hls::kStatusNonFinite:
+      return "lane 10 (non-finite values written)";
+    case hls::kStatusNonFinitePos:
+      return "lane 11 (first non-finite element)";
+    case hls::kStatusAxiError:
+      return "lane 12 (AXI error response)";
     case hls::kStatusMagic:
       return "lane 15 (magic)";
     default:

@@ -2,6 +2,8 @@
 # itself, compiled by clang as C++ for OpenCL into a SPIR binary (cl_khr_spir) and embedded.
 find_program(CSDKIT_CLANG NAMES clang-14 clang REQUIRED)
 set(_spir ${CMAKE_CURRENT_BINARY_DIR}/csd_update.spir.bc)
+# The L1 headers the kernel includes, listed for Ninja (which ignores IMPLICIT_DEPENDS).
+file(GLOB _csdkit_l1_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/hls/include/csdkit/hls/*.h)
 add_custom_command(
   OUTPUT ${_spir}
   COMMAND ${CSDKIT_CLANG} -cl-std=clc++ -target spir64-unknown-unknown -emit-llvm -c -O2
@@ -12,7 +14,7 @@ add_custom_command(
           ${PROJECT_SOURCE_DIR}/hls/kernels/csd_update_cl.cpp -o ${_spir}
   DEPENDS ${PROJECT_SOURCE_DIR}/hls/kernels/csd_update_cl.cpp
           ${PROJECT_SOURCE_DIR}/hls/kernels/csd_update.cpp
-          ${PROJECT_SOURCE_DIR}/hls/kernels/csd_update.h
+          ${PROJECT_SOURCE_DIR}/hls/kernels/csd_update.h ${_csdkit_l1_headers}
   IMPLICIT_DEPENDS CXX ${PROJECT_SOURCE_DIR}/hls/kernels/csd_update.cpp
   COMMENT "csd_update as C++ for OpenCL -> SPIR"
   VERBATIM)

@@ -18,6 +18,9 @@ constexpr uint32_t kSignMask = 0x80000000u;
 constexpr uint32_t kExpMask = 0x7f800000u;
 constexpr uint32_t kManMask = 0x007fffffu;
 
+/// Whether a binary32 pattern is an infinity or a NaN (exponent field all ones).
+inline bool IsNonFinite(uint32_t u) { return (u & kExpMask) == kExpMask; }
+
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_bit_cast) && !defined(__SYNTHESIS__)
 #define CSDKIT_HAVE_BIT_CAST 1

@@ -96,11 +96,41 @@ struct Scalars {
   uint32_t c2;       // Adam 1 / sqrt(bias_correction2), others 1
 };
 
-// Status word (lane indices of the 512-bit status buffer, which the kernel always writes).
+// Status word (lane indices of the 512-bit status buffer, which the kernel always writes, last).
+// Every build of the kernel (host model, HLS, RTL, OpenCL) computes every lane the same way;
+// docs/kernel-interface.md has the table.
 constexpr unsigned kStatusError = 0;     // error bits below, 0 = success
 constexpr unsigned kStatusErrorPos = 1;  // first offending entry (or block) index
 constexpr unsigned kStatusElems = 2;     // elements updated (n on success, 0 on error)
 constexpr unsigned kStatusNnz = 3;       // sparse entries consumed (nnz on success)
+
+// Integrity lanes. CRCs are zlib's crc32() (crc.h) of exactly the n * 4 bytes of elements
+// 0..n-1 of a state array (little-endian binary32 words; never the padding lanes of its last
+// 512-bit word): "in" as the kernel read them, "out" as it wrote them. State the optimizer does
+// not use (UsesM / UsesV false) reports 0 in both of its lanes; so does every CRC lane of a
+// launch with an error (nothing is written), and of n = 0 (the CRC of no bytes is 0).
+constexpr unsigned kStatusCrcThetaIn = 4;   // CRC-32 of theta as read
+constexpr unsigned kStatusCrcMIn = 5;       // CRC-32 of m as read (0 without m)
+constexpr unsigned kStatusCrcVIn = 6;       // CRC-32 of v as read (0 without v)
+constexpr unsigned kStatusCrcThetaOut = 7;  // CRC-32 of theta as written
+constexpr unsigned kStatusCrcMOut = 8;      // CRC-32 of m as written (0 without m)
+constexpr unsigned kStatusCrcVOut = 9;      // CRC-32 of v as written (0 without v)
+// The number of non-finite binary32 values (exponent field all ones: an infinity or a NaN) the
+// kernel wrote to theta, m and v, over elements 0..n-1, each array counted separately and the
+// counts summed (an element non-finite in all three counts 3). It saturates at 0xffffffff (3n
+// can exceed 32 bits). 0 on error.
+constexpr unsigned kStatusNonFinite = 10;
+// The smallest element index i < n at which theta, m or v as written is non-finite;
+// kStatusNoPosition when kStatusNonFinite is 0 (no such element, an error, or n = 0).
+constexpr unsigned kStatusNonFinitePos = 11;
+constexpr uint32_t kStatusNoPosition = 0xffffffffu;
+// AXI error responses (RTL only): bit 0 set when a master of the kernel saw an error response
+// (SLVERR / DECERR) on any bundle; bits [15:8] the first failing bundle's number (gmem<k>: k).
+// The host model, the HLS top and the OpenCL build have no bus responses to observe and write 0.
+constexpr unsigned kStatusAxiError = 12;
+constexpr uint32_t kStatusAxiErrorSeen = 1u << 0;
+constexpr unsigned kStatusAxiErrorBundleShift = 8;
+// Lanes 13 and 14 are reserved and written as 0.
 constexpr unsigned kStatusMagic = 15;    // kStatusMagicValue once the kernel has run
 constexpr uint32_t kStatusMagicValue = 0xc5d0001bu;
 

@@ -28,7 +28,7 @@
   X(4, sp_idx, const Word*, kPtr, kIn, "gmem4", 0x40, "sparse: uint16 in-block offsets")          \
   X(5, sp_blk, const Word*, kPtr, kIn, "gmem5", 0x4c, "sparse: uint32 block table")               \
   X(6, out16, Word*, kPtr, kOut, "gmem6", 0x58, "low-precision copy of the updated weights")      \
-  X(7, status, Word*, kPtr, kOut, "gmem5", 0x64, "one status word, always written")               \
+  X(7, status, Word*, kPtr, kOut, "gmem5", 0x64, "status word (errors, CRCs), always written")    \
   X(8, n, uint32_t, kScalar, kIn, "", 0x70, "elements in this subgroup")                         \
   X(9, nnz, uint32_t, kScalar, kIn, "", 0x78, "sparse entries (0 when dense)")                    \
   X(10, mode, uint32_t, kScalar, kIn, "", 0x80, "mode word (mode.h)")                             \
