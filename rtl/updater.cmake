@@ -43,7 +43,7 @@ endforeach()
 # The updater's own modules, leaves first (the FIFO and the delay line are rtl/common/'s).
 set(CSD_UPD_MODULES csd_update_rd_port csd_update_wr_port csd_update_decode csd_update_lane
     csd_update_blk_unpack csd_update_blk_check csd_update_idx_check csd_update_merge
-    csd_update_core)
+    csd_update_crc csd_update_core)
 set(CSD_UPD_SOURCES "${CSD_UPD_DIR}/csd_update_pkg.sv")
 foreach(m ${CSD_UPD_MODULES})
   list(APPEND CSD_UPD_SOURCES "${CSD_UPD_DIR}/${m}.sv")

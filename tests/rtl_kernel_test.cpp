@@ -6,11 +6,13 @@
 // sparse streams flagged with nothing but the status written; and the runtime on rtl devices.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "csdkit/emu/rtl_kernel.h"
 #include "csdkit/hls/mode.h"
@@ -146,6 +148,66 @@ TEST_F(Rtl, MalformedSparseStreamsFlaggedNothingWritten) {
     }
     // Nothing but the status word: the state equals the input.
     EXPECT_TRUE(got.theta.SameBytes(p.buf.theta)) << c.name;
+  }
+}
+
+// Status lane 12: an AXI error response (injected by the harness's memory slave on one bundle)
+// is reported with bit 0 and the bundle's number in bits [15:8]; none without injection.
+TEST_F(Rtl, AxiErrorResponseReportedInStatusLane12) {
+  constexpr uint32_t kN = 100;  // 7 words, the last one partial
+  struct Case {
+    const char* what;
+    bool inject;
+    unsigned bundle;
+    uint8_t resp;
+  };
+  const Case cases[] = {{"no injection", false, 0, 0},
+                        {"SLVERR on grad reads (gmem3)", true, 3, 2},
+                        {"DECERR on theta (gmem0)", true, 0, 3}};
+  for (const Case& c : cases) {
+    alignas(4096) static uint32_t theta[112], grad[112], status[16];
+    for (uint32_t i = 0; i < 112; ++i) {
+      theta[i] = 0x3f800000u + i;  // ~1.0
+      grad[i] = 0x3f000000u;       // 0.5
+    }
+    std::memset(status, 0xa5, sizeof(status));
+    const auto addr = [](const void* p) { return reinterpret_cast<uint64_t>(p); };
+    std::vector<emu::RtlRegion> regions = {{addr(theta), sizeof(theta), theta, "theta"},
+                                           {addr(grad), sizeof(grad), grad, "grad"},
+                                           {addr(status), sizeof(status), status, "status"}};
+    UpdateLaunch<uint64_t> l;
+    l.theta = addr(theta);
+    l.grad = addr(grad);
+    l.status = addr(status);
+    l.n = kN;
+    l.mode = static_cast<uint32_t>(hls::Optimizer::kSgd);
+    l.unscale = 0x3f800000u;
+    l.lr = 0x3f000000u;
+    l.c1 = 0x3f800000u;
+    l.c2 = 0x3f800000u;
+    l.beta2 = l.omb2 = 0x3f800000u;
+    emu::RtlOptions o;
+    o.memory = emu::RtlMemory::kStress;
+    o.seed = 7;
+    // (The status bundle gmem5 is not injected: an erroring write is dropped by the slave, and
+    // the status write's own response comes after the status word.)
+    const uint64_t where = c.bundle == 0 ? addr(theta) : addr(grad);
+    if (c.inject) o.error_ranges.push_back({c.bundle, where, sizeof(theta), c.resp});
+    emu::RunRtlLaunch(regions, l, o);
+    const uint32_t exp12 = c.inject ? (hls::kStatusAxiErrorSeen |
+                                       (c.bundle << hls::kStatusAxiErrorBundleShift))
+                                    : 0u;
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "seed 7, %s (bundle gmem%u resp 0x%x, n 0x%x, mode 0x%08x): status lane 12 "
+                  "GOT=0x%08x EXP=0x%08x; lane 0 GOT=0x%08x EXP=0x00000000; lane 2 GOT=0x%08x "
+                  "EXP=0x%08x",
+                  c.what, c.bundle, c.resp, kN, l.mode, status[hls::kStatusAxiError], exp12,
+                  status[hls::kStatusError], status[hls::kStatusElems], kN);
+    EXPECT_EQ(status[hls::kStatusAxiError], exp12) << buf;
+    EXPECT_EQ(status[hls::kStatusError], 0u) << buf;
+    EXPECT_EQ(status[hls::kStatusElems], kN) << buf;
+    EXPECT_EQ(status[hls::kStatusMagic], hls::kStatusMagicValue) << buf;
   }
 }
 

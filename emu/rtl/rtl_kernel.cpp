@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 #include "Vcsd_update_ftz.h"
 #include "Vcsd_update_ftz_csd_update.h"
@@ -42,6 +43,14 @@ RtlLaunchStats Run(const std::vector<RtlRegion>& regions, const UpdateLaunch<uin
   AxiMemSlave g4(&sim, "gmem4", CSDKIT_AXI_PORTS(dut.top(), m_axi_gmem4), &mem, opt);
   AxiMemSlave g5(&sim, "gmem5", CSDKIT_AXI_PORTS(dut.top(), m_axi_gmem5), &mem, opt);
   AxiMemSlave g6(&sim, "gmem6", CSDKIT_AXI_PORTS(dut.top(), m_axi_gmem6), &mem, opt);
+  AxiMemSlave* const slaves[] = {&g0, &g1, &g2, &g3, &g4, &g5, &g6};
+  for (const RtlErrorRange& e : o.error_ranges) {
+    if (e.bundle >= 7) {
+      throw std::invalid_argument("RtlOptions::error_ranges: bundle gmem" +
+                                  std::to_string(e.bundle) + " does not exist (gmem0..gmem6)");
+    }
+    slaves[e.bundle]->AddErrorRange(e.address, e.size, e.resp);
+  }
   AxiLiteMaster axil(&sim, CSDKIT_AXIL_PORTS(dut.top(), s_axi_control));
   ApCtrl ctl(&sim, &axil, hls::kUpdateArgs, InterruptSig(dut.top()));
   const auto t0 = std::chrono::steady_clock::now();

@@ -132,7 +132,11 @@ module csd_update_core #(
   /// Write data word.
   output logic [csd_update_pkg::NUM_WR-1:0][WordBits-1:0]              wr_data_o,
   /// All words of the channel's command are committed: one pulse per command.
-  input  wire logic [csd_update_pkg::NUM_WR-1:0]                       wr_done_i
+  input  wire logic [csd_update_pkg::NUM_WR-1:0]                       wr_done_i,
+  // ---- Status from outside the core -------------------------------------------------------------
+  /// Lane 12 of the status word (the kernel's AXI error report; 0 without one), sampled when the
+  /// status word is pushed.
+  input  wire logic [31:0]                                             axi_err_i
 );
   import csd_update_pkg::*;
 
@@ -440,6 +444,18 @@ module csd_update_core #(
     status[STATUS_ERROR_POS] = pos_q;
     status[STATUS_ELEMS] = (err_q == '0) ? n_q : '0;
     status[STATUS_NNZ] = (err_q == '0 && sparse) ? nnz_q : '0;
+    if (err_q == '0 && n_q != '0) begin
+      status[STATUS_CRC_THETA_IN] = crc_val[0];
+      status[STATUS_CRC_M_IN] = use_m ? crc_val[1] : '0;
+      status[STATUS_CRC_V_IN] = use_v ? crc_val[2] : '0;
+      status[STATUS_CRC_THETA_OUT] = crc_val[3];
+      status[STATUS_CRC_M_OUT] = use_m ? crc_val[4] : '0;
+      status[STATUS_CRC_V_OUT] = use_v ? crc_val[5] : '0;
+      status[STATUS_NON_FINITE] = nf_count_q;
+    end
+    status[STATUS_NON_FINITE_POS] = (err_q == '0 && nf_count_q != '0) ? nf_pos_q
+                                                                       : STATUS_NO_POSITION;
+    status[STATUS_AXI_ERROR] = axi_err_i;
     status[STATUS_MAGIC] = STATUS_MAGIC_VALUE;
   end
   assign wr_push[WrStatus] = state_q == StStatus;
@@ -724,6 +740,103 @@ module csd_update_core #(
 
   assign main_finished = (issued_q == words) && (inflight_q == '0) && wr_idle[WrTheta] &&
                          wr_idle[WrM] && wr_idle[WrV] && wr_idle[WrOut16];
+
+  // ---- Integrity: CRC-32 of theta/m/v as read and as written; non-finite values written --------
+  // The input CRCs take the words at the issue register (every state word passes it once, in
+  // order), the output CRCs the words entering the output FIFOs. Lanes past n of the last word
+  // are fed as zero; csd_update_crc undoes them at the end. Unused m/v stream zeros and are
+  // reported as 0 by the status word. All six restart with the main pass.
+  function automatic logic [Lanes-1:0][31:0] keep_lanes(logic [Lanes-1:0][31:0] w,
+                                                        logic [Lanes-1:0] k);
+    for (int unsigned j = 0; j < Lanes; j++) w[j] = k[j] ? w[j] : 32'h0;
+    return w;
+  endfunction
+
+  logic [Lanes-1:0]       iss_keep;
+  logic [5:0][WordBits-1:0] crc_data;
+  logic [5:0]             crc_valid;
+  logic [5:0][31:0]       crc_val;
+
+  always_comb begin
+    for (int unsigned j = 0; j < Lanes; j++) begin
+      iss_keep[j] = !iss_last_q || ((LaneBits + 1)'(j) < n_last);
+    end
+  end
+  assign crc_data[0] = keep_lanes(iss_theta_q, iss_keep);
+  assign crc_data[1] = keep_lanes(iss_m_q, iss_keep);
+  assign crc_data[2] = keep_lanes(iss_v_q, iss_keep);
+  assign crc_data[3] = keep_lanes(out_theta, keep);
+  assign crc_data[4] = keep_lanes(out_m, keep);
+  assign crc_data[5] = keep_lanes(out_v, keep);
+  assign crc_valid = {{3{ex_valid}}, {3{iss_valid_q}}};
+
+  for (genvar c = 0; c < 6; c++) begin : g_crc
+    csd_update_crc #(
+      .Lanes(Lanes)
+    ) u_crc (
+      .clk_i       (clk_i),
+      .rst_ni      (rst_ni),
+      .clear_i     (main_start),
+      .valid_i     (crc_valid[c]),
+      .data_i      (crc_data[c]),
+      .last_lanes_i(n_last),
+      .crc_o       (crc_val[c])
+    );
+  end
+
+  // Non-finite values written (exponent all ones) in lanes < n of theta, and of m / v when the
+  // optimizer has them; the count saturates, the position is the first word's first such lane.
+  localparam int unsigned NfBits = $clog2(3 * Lanes + 1);
+  logic [Lanes-1:0]  nf_lane;
+  logic [NfBits-1:0] nf_word;
+  logic [LaneBits-1:0] nf_first;
+  logic [31:0]       nf_count_q, nf_count_d, nf_pos_q, nf_pos_d, ex_word_q;
+  logic [32:0]       nf_sum;
+
+  // x: the exponent field, bits [30:23] of a binary32 value.
+  function automatic logic non_finite(logic [7:0] x);
+    return &x;
+  endfunction
+
+  always_comb begin
+    nf_word = '0;
+    nf_first = '0;
+    for (int j = Lanes - 1; j >= 0; j--) begin
+      nf_lane[j] = keep[j] && (non_finite(out_theta[j][30:23]) || (use_m && non_finite(out_m[j][30:23])) ||
+                               (use_v && non_finite(out_v[j][30:23])));
+      nf_word = nf_word + NfBits'(keep[j] && non_finite(out_theta[j][30:23])) +
+                NfBits'(keep[j] && use_m && non_finite(out_m[j][30:23])) +
+                NfBits'(keep[j] && use_v && non_finite(out_v[j][30:23]));
+      if (nf_lane[j]) nf_first = LaneBits'(j);
+    end
+  end
+
+  assign nf_sum = {1'b0, nf_count_q} + 33'(nf_word);
+  always_comb begin
+    nf_count_d = nf_count_q;
+    nf_pos_d = nf_pos_q;
+    if (main_start || (start_i && idle_o)) begin
+      nf_count_d = '0;
+      nf_pos_d = STATUS_NO_POSITION;
+    end else if (ex_valid) begin
+      nf_count_d = nf_sum[32] ? 32'hffff_ffff : nf_sum[31:0];
+      if (nf_pos_q == STATUS_NO_POSITION && (|nf_lane)) begin
+        nf_pos_d = (ex_word_q << LaneBits) | 32'(nf_first);
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      nf_count_q <= '0;
+      nf_pos_q <= STATUS_NO_POSITION;
+      ex_word_q <= '0;
+    end else begin
+      nf_count_q <= nf_count_d;
+      nf_pos_q <= nf_pos_d;
+      ex_word_q <= main_start ? '0 : ex_word_q + 32'(ex_valid);
+    end
+  end
 
   logic unused_bits;
   assign unused_bits = ^{wr_occ[WrStatus]};

@@ -14,8 +14,8 @@
 //
 // Bundles (update_args.h): gmem0 theta, gmem1 m, gmem2 v (read and written), gmem3 grad,
 // gmem4 sp_idx (read), gmem5 sp_blk (read) and status (written), gmem6 out16 (written). The
-// unused half of a bundle is tied idle. AXI error responses are collected in err_q (sticky per
-// launch, not yet reported in the status word).
+// unused half of a bundle is tied idle. AXI error responses (SLVERR/DECERR) of any master are
+// reported in status lane 12: bit 0 and the first failing bundle's number in bits [15:8].
 //
 // Launch: ap_start (level, from the control slave) starts the core once; the core's done pulse
 // is ap_done and ap_ready; ap_idle while no launch runs.
@@ -197,7 +197,8 @@ module csd_update_kernel import csd_axi_pkg::*; #(
     .wr_valid_o     (wr_valid),
     .wr_ready_i     (wr_ready),
     .wr_data_o      (wr_data),
-    .wr_done_i      (wr_done)
+    .wr_done_i      (wr_done),
+    .axi_err_i      (axi_err_q)
   );
 
   // ---- Masters: one per channel; base pointer + word offset * 64 ----------------------------
@@ -272,17 +273,48 @@ module csd_update_kernel import csd_axi_pkg::*; #(
     );
   end
 
-  // AXI errors of the launch, kept for inspection (sticky until the next start).
-  logic err_q;
-  always_ff @(posedge clk_i) begin
-    if (!rst_nq || core_start) begin
-      err_q <= 1'b0;
-    end else begin
-      err_q <= err_q | (|rd_err) | (|wr_err);
+  // AXI error responses of the launch: status lane 12 (mode.h kStatusAxiError), bit 0 set once a
+  // master saw SLVERR/DECERR, bits [15:8] the bundle (gmem<k>: k, update_args.h) of the first
+  // one; of several in one cycle the lowest bundle number. Cleared at each start. The masters'
+  // err_o are sticky, so a channel's error is seen one cycle after its response and stays; the
+  // status write's own B response comes after the status word and cannot be reported in it.
+  localparam logic [NumRd-1:0][7:0] RdBundle = {8'd5, 8'd4, 8'd3, 8'd2, 8'd1, 8'd0};
+  localparam logic [NumWr-1:0][7:0] WrBundle = {8'd5, 8'd6, 8'd2, 8'd1, 8'd0};
+
+  logic [6:0]  bundle_err;
+  logic [7:0]  first_bundle;
+  logic [31:0] axi_err_q, axi_err_d;
+
+  always_comb begin
+    bundle_err = '0;
+    for (int unsigned c = 0; c < NumRd; c++) begin
+      if (rd_err[c]) bundle_err[RdBundle[c][2:0]] = 1'b1;
+    end
+    for (int unsigned c = 0; c < NumWr; c++) begin
+      if (wr_err[c]) bundle_err[WrBundle[c][2:0]] = 1'b1;
+    end
+    first_bundle = '0;
+    for (int k = 6; k >= 0; k--) begin
+      if (bundle_err[k]) first_bundle = 8'(k);
+    end
+    axi_err_d = axi_err_q;
+    if (core_start) begin
+      axi_err_d = '0;
+    end else if (!axi_err_q[csd_update_pkg::AXI_ERROR_SEEN] && (|bundle_err)) begin
+      axi_err_d = 32'(first_bundle) << csd_update_pkg::AXI_ERROR_BUNDLE_SHIFT;
+      axi_err_d[csd_update_pkg::AXI_ERROR_SEEN] = 1'b1;
     end
   end
-  logic unused_status;
-  assign unused_status = err_q ^ (|rd_idle) ^ (|wr_idle);
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_nq) begin
+      axi_err_q <= '0;
+    end else begin
+      axi_err_q <= axi_err_d;
+    end
+  end
+  logic unused_idle;
+  assign unused_idle = (|rd_idle) ^ (|wr_idle);
 
   // ---- Bundles: each array's masters onto its m_axi bundle (update_args.h) ------------------
   // A bundle that is read and written joins the two halves; a bundle used in one direction

@@ -74,7 +74,21 @@ package csd_update_pkg;
   localparam int unsigned STATUS_ERROR_POS = 1;
   localparam int unsigned STATUS_ELEMS = 2;
   localparam int unsigned STATUS_NNZ = 3;
+  localparam int unsigned STATUS_CRC_THETA_IN = 4;    // CRC-32 of theta as read
+  localparam int unsigned STATUS_CRC_M_IN = 5;        // CRC-32 of m as read (0 without m)
+  localparam int unsigned STATUS_CRC_V_IN = 6;        // CRC-32 of v as read (0 without v)
+  localparam int unsigned STATUS_CRC_THETA_OUT = 7;   // CRC-32 of theta as written
+  localparam int unsigned STATUS_CRC_M_OUT = 8;       // CRC-32 of m as written (0 without m)
+  localparam int unsigned STATUS_CRC_V_OUT = 9;       // CRC-32 of v as written (0 without v)
+  localparam int unsigned STATUS_NON_FINITE = 10;     // non-finite values written (saturating)
+  localparam int unsigned STATUS_NON_FINITE_POS = 11; // first element with one, or NO_POSITION
+  localparam int unsigned STATUS_AXI_ERROR = 12;      // RTL: AXI error responses (the kernel's)
   localparam int unsigned STATUS_MAGIC = 15;
+  /// Lane 11 when nothing non-finite was written.
+  localparam logic [31:0] STATUS_NO_POSITION = 32'hffff_ffff;
+  /// Lane 12: bit 0 an error response was seen; bits [15:8] the first failing bundle (gmem<k>).
+  localparam int unsigned AXI_ERROR_SEEN = 0;
+  localparam int unsigned AXI_ERROR_BUNDLE_SHIFT = 8;
   /// 32-bit lanes of the status buffer (one 512-bit word of the model).
   localparam int unsigned STATUS_LANES = 16;
   localparam logic [31:0] STATUS_MAGIC_VALUE = 32'hc5d0_001b;

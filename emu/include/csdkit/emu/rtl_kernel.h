@@ -24,6 +24,16 @@ enum class RtlMemory {
 };
 RtlMemory ParseRtlMemory(const std::string& s);
 
+/// Error-response injection (tests of the kernel's status lane 12): bursts of bundle gmem<bundle>
+/// that touch [address, address + size) are answered with `resp` (2 SLVERR, 3 DECERR) instead
+/// of OKAY (AxiMemSlave::AddErrorRange: such a read returns zeros, such a write is dropped).
+struct RtlErrorRange {
+  unsigned bundle;  // k of gmem<k> (0..6)
+  uint64_t address;
+  uint64_t size;
+  uint8_t resp = 2;
+};
+
 struct RtlOptions {
   RtlMemory memory = RtlMemory::kStress;
   uint64_t seed = 1;          // memory timing and initial register values
@@ -31,6 +41,7 @@ struct RtlOptions {
   std::string trace;          // FST file ("" = none; also CSDKIT_TRACE)
   uint64_t trace_from = 0, trace_to = UINT64_MAX;
   uint64_t timeout_cycles = 2'000'000'000;
+  std::vector<RtlErrorRange> error_ranges;  // none by default
 };
 
 /// One region of device memory the kernel may access.
