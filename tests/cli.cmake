@@ -125,6 +125,25 @@ set_tests_properties(cli_step_dump_refusals PROPERTIES LABELS quick
   PASS_REGULAR_EXPRESSION "--dump-launches: expected a new or empty directory, found 'full' with files in it\nexit status 2\n.*--dump-launches: expected a new or empty directory, found 'plainfile', which is not a directory\nexit status 2\n.*--dump-launches: expected to create 'no/such/parent', found No such file or directory \\(its parent must exist\\)\nexit status 2\n.*--dump-only: expected a device below 2 \\(the store's\\), found 2:0\nexit status 2\n.*--dump-only: expected a subgroup of device 0 below 2, found 0:2\nexit status 2\n.*--dump-only: expected DEVICE:SUBGROUP \\(whole numbers, e.g. 0:3\\), found '0-1'\nexit status 2\n.*--dump-only requires --dump-launches.*exit status [12][0-9]*\n.*step 0"
   FAIL_REGULAR_EXPRESSION "committed step")
 
+# The divergence guard: `step --clip 1e38` (finite, but its product with the gradients overflows
+# binary32) is refused in both modes, naming the first element, exit 2, the store at its step;
+# with --allow-nonfinite the step commits and says how many non-finite values it stored.
+set(csdkit_step_guard_dir ${CMAKE_CURRENT_BINARY_DIR}/step_guard)
+add_test(NAME cli_step_divergence_guard COMMAND sh -c [=[
+  B="$1"
+  rm -rf "$2" && mkdir -p "$2" && cd "$2" || exit 1
+  "$B" init --dir s --devices 2 --params 200000 --subgroup 65536 > /dev/null || exit 1
+  "$B" step --dir s > /dev/null || exit 1
+  for mode in smart baseline; do
+    "$B" step --dir s --mode $mode --threads 2 --clip 1e38; echo "exit status $?"
+  done
+  "$B" info --dir s --verify | grep -o "committed step [0-9]*" | head -1
+  "$B" step --dir s --clip 1e38 --allow-nonfinite || exit 1
+  "$B" info --dir s | grep -o "committed step [0-9]*" | head -1]=]
+  sh $<TARGET_FILE:csdkit> ${csdkit_step_guard_dir})
+set_tests_properties(cli_step_divergence_guard PROPERTIES LABELS quick
+  PASS_REGULAR_EXPRESSION "launch of device [01] subgroup [01]: the update wrote [0-9]+ non-finite values \\(NaN or infinity\\) into the weights or optimizer state, the first at subgroup element [0-9]+, parameter [0-9]+; the step was refused and nothing was committed \\(the store keeps step 1\\)[^\n]*\nexit status 2\n.*host update of device [01] subgroup [01]: the update wrote .*\nexit status 2\ncommitted step 1\n.*step 2: committed with [0-9]+ non-finite values in the weights or state \\(--allow-nonfinite\\)\ncommitted step 2")
+
 # `step --backend null` plans the next step of a store on null devices: its bytes per link and
 # virtual seconds equal those of the same step on emulated devices (SmartUpdate dense and Top-K,
 # the baseline with 2 threads), and the store stays where it was.

@@ -51,3 +51,11 @@ target_link_libraries(planner_test PRIVATE csdkit_planner csdkit_runtime csdkit_
 target_compile_definitions(planner_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/planner_test_stores")
 gtest_discover_tests(planner_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+
+# Integrity from the kernel's status word: input CRCs against the manifest (a bit flipped on
+# the device is refused), output CRCs into it, the divergence guard.
+csdkit_test(integrity_test)
+target_link_libraries(integrity_test PRIVATE csdkit_runtime csdkit_system)
+target_compile_definitions(integrity_test PRIVATE
+  CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/integrity_test_stores")
+gtest_discover_tests(integrity_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)

@@ -133,6 +133,7 @@ struct StepOpts {
   bool json = false;
   bool no_pin = false;
   bool serial = false;  // --serial: no overlap (SmartUpdate without the handler)
+  bool allow_nonfinite = false;  // --allow-nonfinite: commit a step that writes NaN/inf
   std::string dump_dir;                 // --dump-launches
   std::vector<std::string> dump_only;   // --dump-only, as given
   DeviceOptions dev{"model", "stress"};
@@ -208,6 +209,7 @@ std::vector<StepReport> DoSteps(Store& store, StoreDevices& sys, const StepOpts&
     so.host_threads = o.threads;
     so.pin_host_threads = !o.no_pin;
     so.overlap = !o.serial;
+    so.allow_nonfinite = o.allow_nonfinite;
     so.progress = ProgressBar(label + " step " + std::to_string(t));
     if (!o.dump_dir.empty()) {
       so.dump_dir = o.dump_dir + "/step-" + std::to_string(t);
@@ -234,6 +236,12 @@ void PrintStepLine(const StepReport& r, uint64_t m_bytes) {
               Gb(r.bytes.Shared()).c_str(), static_cast<double>(r.bytes.Shared()) / m_bytes,
               Gb(r.bytes[Link::kSsdToFpga] + r.bytes[Link::kFpgaToSsd]).c_str(),
               r.virtual_seconds);
+  if (r.nonfinite_values > 0) {
+    std::printf("step %lld: committed with %llu non-finite values in the weights or state "
+                "(--allow-nonfinite)\n",
+                static_cast<long long>(r.step),
+                static_cast<unsigned long long>(r.nonfinite_values));
+  }
 }
 
 void AddStep(CLI::App& app) {
@@ -257,6 +265,10 @@ void AddStep(CLI::App& app) {
   c->add_flag("--no-pin", o->no_pin,
               "leave the baseline's host threads unbound (default: one per CPU of the "
               "process's affinity mask, when it has enough)");
+  c->add_flag("--allow-nonfinite", o->allow_nonfinite,
+              "commit a step even if it writes NaN or infinity into the weights or optimizer "
+              "state (default: such a step is refused, naming the first element, and the "
+              "store keeps its previous step)");
   c->add_option("--overflow-at", o->overflow_step,
                 "make the gradient of this step non-finite (to see the step skipped)");
   c->add_flag("--json", o->json, "print JSON");

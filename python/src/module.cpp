@@ -3,7 +3,8 @@
 // the new weights into the trainer's tensors — and of the reshard of a set of rank stores
 // (csdkit/runtime/reshard.h). Tensors are torch tensors or numpy arrays, read
 // and written in place (tensor_arg.h). Long calls run with the GIL released. C++ exceptions
-// keep their message: StoreError -> csdkit.StoreError (a RuntimeError), std::invalid_argument
+// keep their message: StoreError -> csdkit.StoreError (a RuntimeError), DivergenceError ->
+// csdkit.DivergenceError (a RuntimeError), std::invalid_argument
 // -> ValueError, anything else -> RuntimeError (pybind11's translation).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -258,8 +259,9 @@ class PySession {
 
   StepOptions Options(const std::optional<std::vector<py::dict>>& group_hyper,
                       std::optional<double> loss_scale, bool found_inf, double clip_coef,
-                      const std::string& mode) const {
+                      const std::string& mode, bool allow_nonfinite) const {
     StepOptions o;
+    o.allow_nonfinite = allow_nonfinite;
     o.mode = ParseUpdateMode(mode);
     o.loss_scale = loss_scale;
     o.found_inf = found_inf;
@@ -300,7 +302,8 @@ class PySession {
 
   py::dict Step(const py::list& grads, std::optional<std::vector<py::dict>> group_hyper,
                 std::optional<double> loss_scale, bool found_inf, double clip_coef, double max_norm,
-                bool return_norm, std::optional<py::list> weights_out, const std::string& mode) {
+                bool return_norm, std::optional<py::list> weights_out, const std::string& mode,
+                bool allow_nonfinite) {
     const Store& st = s_->store();
     const ParamLayout& l = *st.layout();
     const size_t nt = l.tensors().size();
@@ -317,7 +320,7 @@ class PySession {
                         st.config().grad, l.tensors()[t].numel, false)
                  .data;
     }
-    StepOptions o = Options(group_hyper, loss_scale, found_inf, clip_coef, mode);
+    StepOptions o = Options(group_hyper, loss_scale, found_inf, clip_coef, mode, allow_nonfinite);
     std::vector<void*> out;
     if (weights_out) {
       out = WeightsOut(*weights_out);
@@ -337,7 +340,7 @@ class PySession {
   py::dict StepSparse(const py::list& streams, std::optional<std::vector<py::dict>> group_hyper,
                       std::optional<double> loss_scale, bool found_inf, double clip_coef,
                       std::optional<py::list> weights_out, const std::string& mode,
-                      std::optional<std::vector<int64_t>> no_grad) {
+                      std::optional<std::vector<int64_t>> no_grad, bool allow_nonfinite) {
     const Store& st = s_->store();
     // Layout entries without a gradient: their flattened element ranges, in layout order.
     std::vector<std::pair<uint64_t, uint64_t>> frozen;
@@ -400,7 +403,7 @@ class PySession {
       if (nnz > 0) std::memcpy(g.val.data(), v.data, nnz * DTypeBytes(dt));
       sg[all[k].device].push_back(std::move(g));
     }
-    StepOptions o = Options(group_hyper, loss_scale, found_inf, clip_coef, mode);
+    StepOptions o = Options(group_hyper, loss_scale, found_inf, clip_coef, mode, allow_nonfinite);
     std::vector<void*> out;
     if (weights_out) {
       out = WeightsOut(*weights_out);
@@ -574,6 +577,7 @@ PYBIND11_MODULE(_csdkit, m) {
   using csdkit::py_binding::PySession;
   m.doc() = "csdkit: optimizer steps on (emulated) computational storage devices";
   py::register_exception<csdkit::StoreError>(m, "StoreError", PyExc_RuntimeError);
+  py::register_exception<csdkit::DivergenceError>(m, "DivergenceError", PyExc_RuntimeError);
   m.def("reshard", &csdkit::py_binding::Reshard, py::arg("src"), py::arg("dst"), py::arg("world"),
         py::arg("devices") = py::none(), py::kw_only(), py::arg("backend") = "model",
         py::arg("device_mem") = uint64_t{4} << 30, py::arg("link_model") = true,
@@ -614,7 +618,7 @@ subgroup_elems: 0 = the largest that fits device_mem, at most 1 Mi.)")
            py::arg("group_hyper") = py::none(), py::arg("loss_scale") = py::none(),
            py::arg("found_inf") = false, py::arg("clip_coef") = 1.0, py::arg("max_norm") = 0.0,
            py::arg("return_norm") = false, py::arg("weights_out") = py::none(),
-           py::arg("mode") = "smart",
+           py::arg("mode") = "smart", py::arg("allow_nonfinite") = false,
            R"(One optimizer step; returns the step report as a dict.
 
 grads: one entry per tensor: a tensor of the store's grad dtype and the tensor's size, or None
@@ -628,12 +632,16 @@ max_norm: > 0: clip by the global L2 norm like torch.nn.utils.clip_grad_norm_ (r
 return_norm: add 'grad_norm' (L2 norm of the gradients as given) to the report.
 weights_out: one tensor per layout entry to receive the new weights (the store's out dtype, or
   float32 for a store without a low-precision copy); tensors without a gradient are not written.
-mode: 'smart' (SmartUpdate) or 'baseline'.)")
+mode: 'smart' (SmartUpdate) or 'baseline'.
+allow_nonfinite: commit the step even if it writes NaN or infinity into the weights or the
+  optimizer state; by default such a step raises csdkit.DivergenceError (naming the device,
+  subgroup and first element) and nothing is committed. The report's 'nonfinite_values' counts
+  them.)")
       .def("step_sparse", &PySession::StepSparse, py::arg("streams"), py::kw_only(),
            py::arg("group_hyper") = py::none(), py::arg("loss_scale") = py::none(),
            py::arg("found_inf") = false, py::arg("clip_coef") = 1.0,
            py::arg("weights_out") = py::none(), py::arg("mode") = "smart",
-           py::arg("no_grad") = py::none(),
+           py::arg("no_grad") = py::none(), py::arg("allow_nonfinite") = false,
            R"(One optimizer step with Top-K gradients; returns the step report as a dict.
 
 streams: one (blk, idx, val) per subgroup, in the order of `subgroups` (device 0's first), in

@@ -145,3 +145,26 @@ def test_open_refuses_another_model_and_missing_stores(tmp_path):
         csdkit.Session.open(d, [("w", 70000, 0), ("b", 1001, 0)])
     with pytest.raises(csdkit.StoreError, match="expected a directory"):
         csdkit.Session.open(str(tmp_path / "none"), LAYOUT)
+
+
+def test_a_step_that_would_store_infinity_is_refused(tmp_path):
+    """The divergence guard: a finite gradient whose square overflows AdamW's v is refused with
+    csdkit.DivergenceError naming the element, and nothing is committed; allow_nonfinite=True
+    commits it and the report counts what was stored."""
+    s = csdkit.Session.create(str(tmp_path / "s"), LAYOUT, [{}], weights_np(), devices=DEVICES)
+    s.step(grads_np(1))
+    g = grads_np(2)
+    g[0][1234] = 3e38  # finite in binary32; (1 - beta2) * g^2 in v is not
+    for mode in ("smart", "baseline"):
+        with pytest.raises(csdkit.DivergenceError,
+                           match=r"wrote 1 non-finite value \(NaN or infinity\).* element 1234, "
+                                 r"parameter 1234 \(tensor 'w' element 1234\).*keeps step 1"):
+            s.step(g, mode=mode)
+        assert s.step_count == 1
+    out = [np.zeros(n, np.float32) for _, n, _ in LAYOUT]
+    r = s.step(g, allow_nonfinite=True, weights_out=out)
+    assert r["step"] == 2 and r["nonfinite_values"] == 1 and s.step_count == 2
+    assert np.all(np.isfinite(out[0]))  # theta stays finite: m / sqrt(inf) = 0
+    v = [np.zeros(n, np.float32) for _, n, _ in LAYOUT]
+    s.export_state("v", v)
+    assert np.isinf(v[0][1234]) and np.count_nonzero(~np.isfinite(v[0])) == 1

@@ -92,6 +92,9 @@ csdkit_status Guard(csdkit_store* h, Body&& body) {
   } catch (const ApiError& e) {
     st = e.status;
     msg = e.message;
+  } catch (const csdkit::DivergenceError& e) {
+    st = CSDKIT_DIVERGED;
+    msg = e.what();
   } catch (const csdkit::StoreError& e) {
     st = CSDKIT_STORE_ERROR;
     msg = e.what();
@@ -318,6 +321,7 @@ csdkit::StepOptions ToStepOptions(const csdkit::Store& s, const csdkit_step_opti
   o.found_inf = opt.found_inf != 0;
   o.fp32_weights_out = opt.fp32_weights_out != 0;
   o.host_threads = opt.host_threads;
+  o.allow_nonfinite = opt.allow_nonfinite != 0;
 
   o.clip_coef = opt.clip_coef;
   *out = opt;
@@ -335,6 +339,7 @@ void ToReport(const csdkit::StepReport& r, std::chrono::steady_clock::time_point
   report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   report->virtual_seconds = r.virtual_seconds;
   report->subgroups = r.subgroups;
+  report->nonfinite_values = r.nonfinite_values;
   report->shared_link_bytes = r.bytes.Shared();
   for (unsigned k = 0; k < CSDKIT_NUM_LINKS; ++k) report->link_bytes[k] = r.bytes.bytes[k];
 }
@@ -363,6 +368,8 @@ const char* csdkit_status_name(csdkit_status status) {
       return "CSDKIT_BAD_STATE";
     case CSDKIT_OUT_OF_MEMORY:
       return "CSDKIT_OUT_OF_MEMORY";
+    case CSDKIT_DIVERGED:
+      return "CSDKIT_DIVERGED";
   }
   return "unknown status";
 }
@@ -430,6 +437,7 @@ csdkit_status csdkit_step_options_init(csdkit_step_options* options) {
     options->group_hyper = nullptr;
     options->n_group_hyper = 0;
     options->host_threads = 0;
+    options->allow_nonfinite = 0;
   });
 }
 

@@ -7,6 +7,8 @@
 
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
+#include "csdkit/hls/mode.h"
+#include "csdkit/platform/checksum.h"
 
 namespace csdkit {
 
@@ -92,6 +94,45 @@ std::string DiffBuffers(const char* name, const AlignedBuffer& exp, const Aligne
   return os.str();
 }
 
+std::string CheckStatusLanes(const Problem& p, const UpdateBuffers& got) {
+  hls::Mode md{};
+  if (!hls::DecodeMode(p.launch.mode, &md)) return "status: the launch's mode word is invalid";
+  const uint32_t n = p.spec.n;
+  const bool um = hls::UsesM(md), uv = hls::UsesV(md);
+  // The host's CRC-32 (zlib's) of the first n words of a state array; 0 for unused state.
+  auto crc = [n](const AlignedBuffer& b, bool used) { return used ? Crc32(b.data(), 4ull * n) : 0u; };
+  uint32_t count = 0, first = hls::kStatusNoPosition;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t w[3] = {got.theta.as<uint32_t>()[i], um ? got.m.as<uint32_t>()[i] : 0u,
+                           uv ? got.v.as<uint32_t>()[i] : 0u};
+    for (uint32_t x : w) {
+      if ((x & 0x7f800000u) != 0x7f800000u) continue;
+      if (count != 0xffffffffu) ++count;
+      if (first == hls::kStatusNoPosition) first = i;
+    }
+  }
+  const std::tuple<unsigned, const char*, uint32_t> want[] = {
+      {hls::kStatusCrcThetaIn, "CRC of theta read", crc(p.buf.theta, true)},
+      {hls::kStatusCrcMIn, "CRC of m read", crc(p.buf.m, um)},
+      {hls::kStatusCrcVIn, "CRC of v read", crc(p.buf.v, uv)},
+      {hls::kStatusCrcThetaOut, "CRC of theta written", crc(got.theta, true)},
+      {hls::kStatusCrcMOut, "CRC of m written", crc(got.m, um)},
+      {hls::kStatusCrcVOut, "CRC of v written", crc(got.v, uv)},
+      {hls::kStatusNonFinite, "non-finite count", count},
+      {hls::kStatusNonFinitePos, "first non-finite element", first},
+      {hls::kStatusAxiError, "AXI error", 0u}};
+  std::string r;
+  const uint32_t* st = got.status.as<uint32_t>();
+  for (const auto& [lane, what, exp] : want) {
+    if (st[lane] == exp) continue;
+    char b[128];
+    std::snprintf(b, sizeof b, "%sstatus lane %u (%s): host EXP=0x%08x GOT=0x%08x",
+                  r.empty() ? "" : "; ", lane, what, exp, st[lane]);
+    r += b;
+  }
+  return r;
+}
+
 nlohmann::json SelfTestReport::ToJson() const {
   return {{"launches", launches}, {"failed", failed}, {"failures", failures},
           {"passed", failed == 0 && launches > 0}};
@@ -142,6 +183,10 @@ SelfTestReport SelfTest(Device& dev, const SelfTestOptions& o) {
                 const std::string d = DiffBuffers(nm, *a, *b, eb);
                 if (!d.empty()) r += (r.empty() ? "" : "; ") + d;
               }
+              // The integrity lanes against the host's own CRCs and scan of the buffers (not
+              // only against the model, which computes them the same way as the kernel).
+              const std::string lanes = CheckStatusLanes(p, got);
+              if (!lanes.empty()) r += (r.empty() ? "" : "; ") + lanes;
               std::ostringstream desc;
               desc << var.name << " grad=" << DTypeName(g) << " out=" << OutDTypeName(out)
                    << (sparse ? " sparse" : " dense") << (ftz ? " ftz" : " ieee") << " n=" << n

@@ -32,7 +32,9 @@ double Since(Clock::time_point t0) {
   std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", expected, found);
   throw StoreError("store '" + s.dir() + "' is corrupt: " + s.FilePath(d, v, s.slot()) +
                    " subgroup " + std::to_string(g.index) + ": " + b +
-                   "; nothing was committed (restore the store or re-run `csdkit init`)");
+                   " (the kernel's CRC of the state as it read it: the file or the copy in "
+                   "device memory is damaged); nothing was committed (a step that fails again "
+                   "means the file: restore the store or re-run `csdkit init`)");
 }
 
 }  // namespace
@@ -59,6 +61,7 @@ nlohmann::json StepReport::ToJson() const {
           {"dumped_launches", dumped_launches},
           {"host_threads", host_threads},
           {"pinned_threads", pinned_threads},
+          {"nonfinite_values", nonfinite_values},
           {"warning", warning}};
 }
 
@@ -82,6 +85,91 @@ UpdateFootprint SubgroupFootprint(const StoreConfig& c) {
   gs.sparse = true;
   const KernelLaunch k = MakeLaunch(c.hyper, gs, 1);
   return LaunchFootprint(k.mode, c.subgroup_elems, c.subgroup_elems);
+}
+
+// The status lanes that carry the CRC-32 of store variable `name` as the kernel read it and as
+// it wrote it (docs/kernel-interface.md).
+std::pair<unsigned, unsigned> CrcLanes(const std::string& name) {
+  if (name == "theta") return {hls::kStatusCrcThetaIn, hls::kStatusCrcThetaOut};
+  if (name == "m") return {hls::kStatusCrcMIn, hls::kStatusCrcMOut};
+  return {hls::kStatusCrcVIn, hls::kStatusCrcVOut};
+}
+
+std::string Hex32(uint32_t x) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", x);
+  return b;
+}
+
+// "parameter P (tensor 'name' element i)" for flattened parameter index p.
+std::string NameParameter(const Store& s, uint64_t p) {
+  std::string r = "parameter " + std::to_string(p);
+  if (const ParamLayout* l = s.layout()) {
+    for (size_t t = 0; t < l->tensors().size(); ++t) {
+      const uint64_t b = l->offset(t);
+      if (p >= b && p < b + l->tensors()[t].numel) {
+        return r + " (tensor '" + l->tensors()[t].name + "' element " + std::to_string(p - b) +
+               ")";
+      }
+    }
+    r += " (padding after a tensor)";
+  }
+  return r;
+}
+
+// Checks one launch's status word (either path: the device's kernel or the host's) before
+// anything of it is written back: that the kernel ran and ended well, that the state it read
+// is what the manifest committed (its input CRC lanes), and, unless the options allow it, that
+// it wrote no NaN or infinity into theta, m or v. Throws naming the device, subgroup and what
+// was found; returns the count of non-finite values written (0 unless allowed).
+uint32_t CheckStatus(const Store& store, unsigned d, const Subgroup& sg, uint64_t shard_base,
+                     const uint32_t* st, const StepOptions& o, const char* where) {
+  const std::string at = std::string(where) + " of device " + std::to_string(d) + " subgroup " +
+                         std::to_string(sg.index);
+  if (st[hls::kStatusMagic] != hls::kStatusMagicValue) {
+    throw std::runtime_error(at + ": expected the kernel's status word (magic " +
+                             Hex32(hls::kStatusMagicValue) + " in lane " +
+                             std::to_string(hls::kStatusMagic) + "), found " +
+                             Hex32(st[hls::kStatusMagic]) +
+                             ": the kernel did not run to its end or is not csdkit's updater");
+  }
+  if (st[hls::kStatusAxiError] & hls::kStatusAxiErrorSeen) {
+    throw std::runtime_error(at + ": the kernel saw an AXI error response (lane " +
+                             std::to_string(hls::kStatusAxiError) + " = " +
+                             Hex32(st[hls::kStatusAxiError]) + ", first failing bundle " +
+                             std::to_string((st[hls::kStatusAxiError] >>
+                                             hls::kStatusAxiErrorBundleShift) & 0xffu) +
+                             "); nothing was committed");
+  }
+  if (st[hls::kStatusError] != 0) {
+    throw std::runtime_error(at + ": kernel error: " +
+                             DescribeKernelError(st[hls::kStatusError],
+                                                 st[hls::kStatusErrorPos]));
+  }
+  if (st[hls::kStatusElems] != sg.n) {
+    throw std::runtime_error(at + ": expected the kernel to report " + std::to_string(sg.n) +
+                             " elements updated, found " + std::to_string(st[hls::kStatusElems]));
+  }
+  // The state must be what the manifest committed: the kernel checksummed it as it read it.
+  for (unsigned v = 0; v < store.vars().size(); ++v) {
+    const uint32_t found = st[CrcLanes(store.vars()[v]).first];
+    if (found != store.checksum(d, v, sg.index)) {
+      CorruptState(store, d, v, sg, store.checksum(d, v, sg.index), found);
+    }
+  }
+  const uint32_t bad = st[hls::kStatusNonFinite];
+  if (bad != 0 && !o.allow_nonfinite) {
+    const uint32_t pos = st[hls::kStatusNonFinitePos];
+    throw DivergenceError(
+        at + ": the update wrote " + std::to_string(bad) + " non-finite value" +
+        (bad == 1 ? "" : "s") + " (NaN or infinity) into the weights or optimizer state, the " +
+        "first at subgroup element " + std::to_string(pos) + ", " +
+        NameParameter(store, shard_base + sg.begin + pos) + "; the step was refused and " +
+        "nothing was committed (the store keeps step " + std::to_string(store.step()) +
+        "). Lower the learning rate, the loss scale or the clip coefficient, or commit it " +
+        "anyway with allow_nonfinite (csdkit step --allow-nonfinite)");
+  }
+  return bad;
 }
 
 }  // namespace
@@ -297,13 +385,6 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       const auto t0 = Clock::now();
       for (auto& t : loads) t.Wait();
       io += Since(t0);
-      // The loaded state must be what the manifest committed (checked on the device).
-      for (unsigned v = 0; o.phases == StepPhases::kAll && v < bufs.state.size(); ++v) {
-        const uint32_t crc = dev.Crc32(*bufs.state[v], 0, 4ull * sg.n);
-        if (crc != store_.checksum(d, v, sg.index)) {
-          CorruptState(store_, d, v, sg, store_.checksum(d, v, sg.index), crc);
-        }
-      }
       // The launch's inputs as the device holds them, for a dump (outside the timed work).
       const bool dump = Dumps(o, d, sg);
       UpdateLaunch<AlignedBuffer> dump_in, dump_out;
@@ -316,9 +397,6 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       if (do_compute) {
         const auto t1 = Clock::now();
         std::lock_guard<std::mutex> lock(*kernel_mu_[d]);
-        if (o.phases == StepPhases::kComputeOnly) {
-          for (unsigned v = 0; v < bufs.state.size(); ++v) dev.Crc32(*bufs.state[v], 0, 4ull * sg.n);
-        }
         bufs.b.SetScalars(sg.n, nnz, k[sg.group]);
         dev.LaunchUpdate(bufs.b, nullptr, &vc);
         compute += Since(t1);
@@ -329,16 +407,18 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
         DumpLaunch(o, d, sg, nnz, dump_in, dump_out);
       }
       if (do_io) dev.DeviceToHost(*bufs.b.status, 0, status, sizeof status, &vc);
-      if (o.phases == StepPhases::kAll && status[hls::kStatusError] != 0) {
-        throw std::runtime_error("device " + std::to_string(d) + " subgroup " +
-                                 std::to_string(sg.index) + ": kernel error: " +
-                                 DescribeKernelError(status[hls::kStatusError],
-                                                     status[hls::kStatusErrorPos]));
+      // The kernel's status decides before anything is written back: errors, the CRCs of the
+      // state it read against the manifest, non-finite values it wrote.
+      if (o.phases == StepPhases::kAll) {
+        const uint32_t bad = CheckStatus(store_, d, sg, shard_base, status, o, "launch");
+        if (bad != 0) nonfinite_ += bad;
       }
+      const auto frozen = do_io && do_compute ? FrozenIn(g, shard_base, sg)
+                                              : std::vector<std::pair<uint32_t, uint32_t>>();
       // Tensors without a gradient keep their weights and state: their elements are read again
       // from the committed slot (P2P, through a small scratch buffer) over what the kernel wrote.
       if (do_io && do_compute) {
-        for (const auto& [lo, hi] : FrozenIn(g, shard_base, sg)) {
+        for (const auto& [lo, hi] : frozen) {
           if (!bufs.scratch) bufs.scratch = dev.Alloc(kScratchBytes);
           const uint64_t want0 = sg.file_offset() + 4ull * lo, want1 = sg.file_offset() + 4ull * hi;
           for (uint64_t c0 = want0 / 4096 * 4096; c0 < want1; c0 += kScratchBytes) {
@@ -359,9 +439,15 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
         dev.DeviceToHost(*bufs.b.theta, 0, weights32_.data() + (shard_base + sg.begin) * 4,
                          4ull * sg.n, &vc);
       }
-      // New checksums (device-side), then the deferred write-backs into the other slot.
+      // The new checksums are the kernel's output CRC lanes, unless elements of tensors
+      // without a gradient were restored over what it wrote (then a device-side CRC of the
+      // result); then the deferred write-backs into the other slot.
       for (unsigned v = 0; v < bufs.state.size(); ++v) {
-        if (do_compute) (*crcs)[d][v][sg.index] = dev.Crc32(*bufs.state[v], 0, 4ull * sg.n);
+        if (o.phases == StepPhases::kAll) {
+          (*crcs)[d][v][sg.index] = frozen.empty()
+                                        ? status[CrcLanes(store_.vars()[v]).second]
+                                        : dev.Crc32(*bufs.state[v], 0, 4ull * sg.n);
+        }
         if (!do_io) continue;
         pending.push_back(dev.P2PWrite(store_.file(d, v, ws), sg.file_offset(), *bufs.state[v],
                                        0, sg.io_bytes(), &vc));
@@ -431,12 +517,6 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
     }
     for (auto& ticket : loads) ticket.Wait();
     io += Since(t0);
-    for (unsigned v = 0; data && v < nv; ++v) {
-      const uint32_t crc = Crc32(var_buf[v]->data(), 4ull * sg.n);
-      if (crc != store_.checksum(d, v, sg.index)) {
-        CorruptState(store_, d, v, sg, store_.checksum(d, v, sg.index), crc);
-      }
-    }
     // The kernel on the host: the same csd_update through the same launch type, on host
     // buffers; the gradient is the worker's copy of the dense slice or the stream itself.
     const auto t1 = Clock::now();
@@ -455,9 +535,10 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
     l.SetScalars(sg.n, nnz, k[sg.group]);
     // The update itself (planning: skipped; the state, zeros, stays what it was).
     uint32_t err = 0;
+    const auto frozen = data ? FrozenIn(g, shard_base, sg)
+                             : std::vector<std::pair<uint32_t, uint32_t>>();
     if (data) {
       // Tensors without a gradient keep their weights and state: saved here, put back below.
-      const auto frozen = FrozenIn(g, shard_base, sg);
       std::vector<std::vector<uint8_t>> saved;
       for (const auto& [lo, hi] : frozen) {
         for (unsigned v = 0; v < nv; ++v) {
@@ -494,6 +575,13 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
                                std::to_string(sg.index) + ": " +
                                DescribeKernelError(err, hb.status.as<uint32_t>()[1]));
     }
+    // The same checks of the status as a device launch's: the input CRCs against the manifest
+    // (the host model checksummed the state as it read it), non-finite values written.
+    if (data) {
+      const uint32_t bad =
+          CheckStatus(store_, d, sg, shard_base, hb.status.as<uint32_t>(), o, "host update");
+      if (bad != 0) nonfinite_ += bad;
+    }
     if (data && c.out != DType::kFp32) {
       std::memcpy(weights16_.data() + (shard_base + sg.begin) * 2, hb.out16.data(), 2ull * sg.n);
     } else if (data && o.fp32_weights_out) {
@@ -501,8 +589,11 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
     }
     std::vector<aio::IoTicket> writes;
     for (unsigned v = 0; v < nv; ++v) {
+      // The output CRC lanes, or the host's CRC where tensors without a gradient were restored.
       (*crcs)[d][v][sg.index] =
-          data ? Crc32(var_buf[v]->data(), 4ull * sg.n) : store_.checksum(d, v, sg.index);
+          !data             ? store_.checksum(d, v, sg.index)
+          : frozen.empty() ? hb.status.as<uint32_t>()[CrcLanes(store_.vars()[v]).second]
+                           : Crc32(var_buf[v]->data(), 4ull * sg.n);
       writes.push_back(dev.HostWrite(store_.file(d, v, ws), sg.file_offset(), var_buf[v]->data(),
                                      sg.io_bytes(), &vc));
     }
@@ -610,6 +701,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   step_launch_ = k;
   dumped_ = 0;
   dump_read_bytes_ = 0;
+  nonfinite_ = 0;
   if (o.fp32_weights_out && c.out == DType::kFp32 && weights32_.size() == 0) {
     weights32_ = store_.planning() ? AlignedBuffer::Reserve(c.params * 4)
                                    : AlignedBuffer(c.params * 4);
@@ -704,6 +796,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   rep.bytes = devices_.bytes() - before;
   rep.bytes[Link::kDeviceToHost] -= dump_read_bytes_;  // the dump's reads are not the step's
   rep.dumped_launches = dumped_;
+  rep.nonfinite_values = nonfinite_;
   // The link model's schedule of what every worker issued (deterministic: see link_model.h).
   rep.virtual_seconds = devices_.has_link_model() ? devices_.VirtualHorizon() : 0.0;
   return rep;

@@ -36,7 +36,7 @@ extern "C" {
 
 /** Version of this header; csdkit_version() gives the library's. */
 #define CSDKIT_VERSION_MAJOR 0
-#define CSDKIT_VERSION_MINOR 2
+#define CSDKIT_VERSION_MINOR 3
 #define CSDKIT_VERSION_PATCH 0
 /** MAJOR * 10000 + MINOR * 100 + PATCH. */
 #define CSDKIT_VERSION \
@@ -69,7 +69,11 @@ typedef CSDKIT_ENUM(csdkit_status) {
   /** A call made when it cannot be served, e.g. weights out before any step of this handle. */
   CSDKIT_BAD_STATE = 6,
   /** Host memory could not be allocated. */
-  CSDKIT_OUT_OF_MEMORY = 7
+  CSDKIT_OUT_OF_MEMORY = 7,
+  /** The divergence guard refused the step: it would have stored NaN or infinity in the
+   *  weights or the optimizer state (the message names the device, subgroup and first element).
+   *  Nothing was committed; csdkit_step_options.allow_nonfinite commits such a step. */
+  CSDKIT_DIVERGED = 8
 } csdkit_status;
 
 /** Element types. As an output type (csdkit_store_config.out) CSDKIT_FP32 means "no
@@ -182,6 +186,9 @@ typedef struct csdkit_step_options {
                                         = the store's groups), or NULL: those of the last step */
   size_t n_group_hyper;
   unsigned host_threads; /**< baseline compute threads; 0 = all hardware threads */
+  int allow_nonfinite;   /**< non-zero: commit a step even if it writes NaN or infinity into
+                              the weights or state (default 0: CSDKIT_DIVERGED, nothing
+                              committed) */
 } csdkit_step_options;
 
 /** What a step did. */
@@ -197,6 +204,8 @@ typedef struct csdkit_step_report {
   /** "" or, for a committed step, why it may not survive a power loss (the store's directory
    *  sync after the commit's rename failed): the step is committed (do not retry it). */
   char warning[256];
+  uint64_t nonfinite_values;  /**< NaN/inf values written to the state (non-zero only when
+                                   allow_nonfinite let such a step commit) */
 } csdkit_step_report;
 
 /** What a store is. */

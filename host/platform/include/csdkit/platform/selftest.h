@@ -32,6 +32,13 @@ UpdateBuffers RunOnDevice(Device& dev, const Problem& p);
 std::string DiffBuffers(const char* name, const AlignedBuffer& exp, const AlignedBuffer& got,
                         unsigned elem_bytes, const std::string& context = "");
 
+/// Checks the integrity lanes of a launch's status word (`got`: the buffers read back after
+/// launching problem `p`) against the host's own computation over the buffers: zlib's CRC-32 of
+/// each state array as given and as returned (0 for state the optimizer does not use), the
+/// count and first index of non-finite words written, no AXI error. "" when all agree, else
+/// each differing lane with EXP and GOT in hex.
+std::string CheckStatusLanes(const Problem& p, const UpdateBuffers& got);
+
 struct SelfTestOptions {
   std::vector<uint32_t> sizes = {1, 17, 4097, 70001};
   bool ieee = true;   // also run the IEEE policy (an HLS-built card implements FTZ only)

@@ -56,7 +56,14 @@ UpdateMode ParseUpdateMode(const std::string& s);
 enum class StepPhases {
   kAll,          // the step
   kIoOnly,       // only the transfers (state reads and write-backs, gradient, weights)
-  kComputeOnly,  // only the device work (CRC checks, kernel, checksums), no transfers
+  kComputeOnly,  // only the kernel launches (which checksum the state as it streams), no transfers
+};
+
+/// A step refused by the divergence guard: a launch wrote NaN or infinity into the weights or
+/// the optimizer state (StepOptions::allow_nonfinite). Nothing was committed.
+class DivergenceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 struct StepOptions {
@@ -71,6 +78,10 @@ struct StepOptions {
   /// Stores without a low-precision copy (out fp32): read the updated fp32 weights back to the
   /// host (over the shared link, counted) into weights32().
   bool fp32_weights_out = false;
+  /// The divergence guard: a launch that writes NaN or infinity into theta, m or v (the
+  /// kernel's non-finite count lane) fails the step with DivergenceError and nothing is
+  /// committed. true commits such a step anyway (StepReport::nonfinite_values counts them).
+  bool allow_nonfinite = false;
   /// This step's hyper-parameters per param group (LR schedulers change them every step);
   /// empty: those the last committed step used. The optimizer must be the store's.
   std::vector<OptimizerConfig> group_hyper;
@@ -108,6 +119,7 @@ struct StepReport {
                                // deterministic: the same issued work gives the same value
   uint64_t subgroups = 0;
   LinkBytes bytes;
+  uint64_t nonfinite_values = 0;  // NaN/inf written to the state (committed only if allowed)
   uint64_t dumped_launches = 0;  // golden directories written (StepOptions::dump_dir)
   unsigned host_threads = 0;     // baseline: host threads that ran the update
   unsigned pinned_threads = 0;   // baseline: of those, bound to a CPU
@@ -179,6 +191,7 @@ class Scheduler {
   std::vector<OptimizerConfig> step_hyper_;
   std::vector<KernelLaunch> step_launch_;
   std::atomic<uint64_t> dumped_{0}, dump_read_bytes_{0};
+  std::atomic<uint64_t> nonfinite_{0};  // non-finite values written (StepOptions::allow_nonfinite)
   std::unique_ptr<WorkerPool> host_pool_;  // the baseline's host threads, kept between steps
 };
 
