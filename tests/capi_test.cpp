@@ -518,7 +518,7 @@ TEST(CApi, ThreeStepsEqualTheCxxApiBitForBit) {
   for (unsigned k = 0; k < 2; ++k) EXPECT_EQ(back.group_hyper()[k].lr, xs.group_hyper()[k].lr);
 }
 
-TEST(CApi, FoundInfAndNonFiniteGradientsSkip) {
+TEST(CApi, FoundInfSkipsAndTheDivergenceGuardRefuses) {
   const Model m;
   const std::vector<uint16_t> w = Halves(m.packed(), 8, 0.5);
   std::vector<uint16_t> g = Halves(m.packed(), 9, 8.0);
@@ -553,6 +553,25 @@ TEST(CApi, FoundInfAndNonFiniteGradientsSkip) {
   EXPECT_GT(r.shared_link_bytes, 0u);
   ASSERT_EQ(csdkit_store_step(s, &step), CSDKIT_OK);
   EXPECT_EQ(step, 1);
+  // Finite gradients times a finite clip coefficient whose squares overflow v: the divergence
+  // guard refuses the step (CSDKIT_DIVERGED, nothing committed) unless allow_nonfinite is set.
+  ASSERT_EQ(csdkit_step_options_init(&o), CSDKIT_OK);
+  EXPECT_EQ(o.allow_nonfinite, 0);
+  o.loss_scale = 1.0;
+  o.clip_coef = 1e30;
+  EXPECT_FAILS(csdkit_step(s, gp.data(), 3, &o, nullptr, &r), CSDKIT_DIVERGED,
+               "non-finite value", s);
+  EXPECT_NE(std::string(csdkit_last_error()).find("store keeps step 1"), std::string::npos)
+      << csdkit_last_error();
+  EXPECT_STREQ(csdkit_status_name(CSDKIT_DIVERGED), "CSDKIT_DIVERGED");
+  ASSERT_EQ(csdkit_store_step(s, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 1);
+  o.allow_nonfinite = 1;
+  ASSERT_EQ(csdkit_step(s, gp.data(), 3, &o, nullptr, &r), CSDKIT_OK) << csdkit_last_error();
+  EXPECT_EQ(r.step, 2);
+  EXPECT_GT(r.nonfinite_values, 0u);
+  ASSERT_EQ(csdkit_store_step(s, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 2);
   EXPECT_EQ(csdkit_store_close(s), CSDKIT_OK);
 }
 

@@ -3,7 +3,8 @@
 // model: every byte of every buffer, every optimizer variant x gradient dtype x output dtype x
 // dense/sparse x IEEE/FTZ, sizes that are not multiples of the lane count or of a burst, buffers
 // spanning many 4 KiB pages, special values, several memory back-pressure seeds; malformed
-// sparse streams flagged with nothing but the status written; and the runtime on rtl devices.
+// sparse streams flagged with nothing but the status written; outputs that overflow (the
+// integrity lanes); and the runtime on rtl devices.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -92,6 +93,44 @@ TEST_F(Rtl, LargeLaunchesAcrossSparseBlocks) {
       ++k;
     }
   }
+}
+
+// Outputs that overflow binary32 from finite inputs and hyper-parameters (test_util.h's
+// OverflowProblem): the RTL's non-finite count and first position, its CRC lanes and every
+// buffer equal the host model's, on every optimizer variant, under DDR-like memory timing.
+TEST_F(Rtl, IntegrityLanesEqualModelOnOverflow) {
+  auto dev = RtlDevice(emu::RtlMemory::kDdr, 3);
+  int launches = 0, with_nonfinite = 0;
+  for (const Variant& var : AllVariants()) {
+    for (Overflow how : {Overflow::kHugeUnscale, Overflow::kHugeLr}) {
+      const uint32_t n = 1037;  // not a multiple of the lane count
+      const std::vector<uint32_t> hot = {n - 1, 500, 37};
+      const uint64_t seed = 0x71c0u + static_cast<uint64_t>(launches);
+      const Problem p = OverflowProblem(var, DType::kFp16, DType::kBf16, n, how, hot, seed);
+      UpdateBuffers exp = p.buf.Clone();
+      ASSERT_EQ(RunUpdate(exp, p.spec.n, p.nnz, p.launch), 0u);
+      const UpdateBuffers got = RunOnDevice((*dev)[0], p);
+      const std::string ctx = std::string("variant=") + var.name +
+                              (how == Overflow::kHugeUnscale ? " unscale=3e38" : " lr=3e38") +
+                              " seed=" + std::to_string(seed);
+      for (const auto& [nm, a, b, eb] :
+           {std::tuple{"status", &exp.status, &got.status, 4u},
+            std::tuple{"theta", &exp.theta, &got.theta, 4u}, std::tuple{"m", &exp.m, &got.m, 4u},
+            std::tuple{"v", &exp.v, &got.v, 4u},
+            std::tuple{"out16", &exp.out16, &got.out16, 2u}}) {
+        EXPECT_EQ(DiffBuffers(nm, *a, *b, eb, ctx), "");
+      }
+      const uint32_t nf = got.status.as<uint32_t>()[hls::kStatusNonFinite];
+      if (how == Overflow::kHugeUnscale) {
+        EXPECT_GE(nf, hot.size()) << ctx;
+        EXPECT_EQ(got.status.as<uint32_t>()[hls::kStatusNonFinitePos], 37u) << ctx;
+      }
+      ++launches;
+      with_nonfinite += nf != 0u ? 1 : 0;
+    }
+  }
+  std::printf("%d overflow launches (%d with non-finite outputs) equal to the model\n", launches,
+              with_nonfinite);
 }
 
 TEST_F(Rtl, MalformedSparseStreamsFlaggedNothingWritten) {
