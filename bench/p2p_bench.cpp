@@ -29,7 +29,7 @@ nlohmann::json P2pBench(const P2pBenchOptions& o) {
       if (spec.backend != Backend::kOpenCl) spec.device_mem = o.bytes + (uint64_t{64} << 20);
       DeviceSet devices(spec);
       Device& dev = devices[0];
-      DeviceBufferPtr buf = dev.Alloc(o.bytes);
+      DeviceBufferPtr buf = dev.Alloc(o.bytes, BufferRole::kState);  // P2P source and sink
       double best_w = 1e30, best_r = 1e30;
       for (unsigned r = 0; r < o.reps; ++r) {
         auto t0 = std::chrono::steady_clock::now();

@@ -72,7 +72,7 @@ class FlippingDevice final : public Device {
   std::string Describe() const override { return in_.Describe(); }
   uint64_t capacity() const override { return in_.capacity(); }
   uint64_t allocated() const override { return in_.allocated(); }
-  DeviceBufferPtr Alloc(uint64_t bytes) override { return in_.Alloc(bytes); }
+  DeviceBufferPtr Alloc(uint64_t bytes, BufferRole role) override { return in_.Alloc(bytes, role); }
   aio::IoTicket P2PRead(const aio::File& f, uint64_t off, DeviceBuffer& dst, uint64_t dst_off,
                         uint64_t len, VirtualClock* vc) override {
     return in_.P2PRead(f, off, dst, dst_off, len, vc);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "csdkit/emu/link_model.h"
 #include "csdkit/emu/null_device.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/update_args.h"
 #include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/platform/checksum.h"
 #include "csdkit/platform/sparse_codec.h"
@@ -296,10 +298,10 @@ TEST(NullDevice, ChecksLikeADeviceAndCountsBytes) {
   emu::NullOptions o;
   o.capacity = 1 << 20;
   emu::NullDevice dev(o), other(o);
-  EXPECT_THROW(dev.Alloc((1 << 20) + 1), CapacityError);
-  DeviceBufferPtr b = dev.Alloc(8192);
+  EXPECT_THROW(dev.Alloc((1 << 20) + 1, BufferRole::kState), CapacityError);
+  DeviceBufferPtr b = dev.Alloc(8192, BufferRole::kState);
   EXPECT_EQ(dev.allocated(), 8192u);
-  DeviceBufferPtr foreign = other.Alloc(4096);
+  DeviceBufferPtr foreign = other.Alloc(4096, BufferRole::kState);
   aio::File none;
   EXPECT_THROW(dev.P2PRead(none, 0, *b, 0, 4096 * 3), std::out_of_range);
   EXPECT_THROW(dev.P2PRead(none, 100, *b, 0, 4096), std::invalid_argument);
@@ -322,7 +324,7 @@ TEST(NullDevice, ChecksLikeADeviceAndCountsBytes) {
   EXPECT_EQ(dev.Crc32(*b, 0, 8192), Crc32OfZeros(8192));
   // A launch whose buffers are smaller than its footprint is refused, as on a card.
   DeviceLaunch l;
-  l.theta = l.m = l.v = l.grad = l.out16 = l.status = dev.Alloc(4096);
+  l.theta = l.m = l.v = l.grad = l.out16 = l.status = dev.Alloc(4096, BufferRole::kStream);
   GradSpec gs;
   const KernelLaunch k = MakeLaunch(OptimizerConfig::Defaults(Optimizer::kAdamW), gs, 1);
   l.SetScalars(100000, 0, k);
@@ -333,6 +335,71 @@ TEST(NullDevice, ChecksLikeADeviceAndCountsBytes) {
   EXPECT_EQ(status[0], 0u);
   b.reset();
   EXPECT_EQ(dev.allocated(), 4096u);
+}
+
+// Each buffer of a launch has one role: the optimizer state is P2P state, the rest streams.
+TEST(BufferRoles, LaunchBuffersHaveTheirRoles) {
+  std::string roles;
+  DeviceLaunch l;
+  l.ForEachBuffer([&](const hls::ArgInfo& a, DeviceBufferPtr&) {
+    roles += std::string(a.name) + "=" + BufferRoleName(UpdateBufferRole(a)) + " ";
+  });
+  EXPECT_EQ(roles,
+            "theta=state m=state v=state grad=stream sp_idx=stream sp_blk=stream out16=stream "
+            "status=stream ");
+  EXPECT_THROW(UpdateBufferRole(hls::kUpdateArgs[update_arg::n]), std::invalid_argument);
+}
+
+// P2P into or out of a stream buffer is refused on the emulated and the null device alike,
+// naming the device, the operation and both roles, before anything is counted; host transfers
+// and device copies take either role and count as before.
+TEST(BufferRoles, StreamBuffersRefuseP2POnEmulatedAndNullDevices) {
+  for (Backend backend : {Backend::kModel, Backend::kNull}) {
+    SCOPED_TRACE(BackendName(backend));
+    DeviceSet set(Spec(backend, 1));
+    Device& dev = set[0];
+    DeviceBufferPtr stream = dev.Alloc(8192, BufferRole::kStream);
+    DeviceBufferPtr state = dev.Alloc(8192, BufferRole::kState);
+    aio::File file;
+    if (set.moves_data()) file = aio::File::Create(TestDir("roles.bin"));
+    const std::string who = dev.Describe();
+    for (bool read : {true, false}) {
+      try {
+        if (read) {
+          dev.P2PRead(file, 0, *stream, 0, 4096).Wait();
+        } else {
+          dev.P2PWrite(file, 0, *stream, 0, 4096).Wait();
+        }
+        ADD_FAILURE() << "P2P " << (read ? "read into" : "write from") << " a stream buffer "
+                      << "was accepted";
+      } catch (const std::invalid_argument& e) {
+        const std::string m = e.what();
+        const std::string op = read ? "P2P read" : "P2P write";
+        EXPECT_NE(m.find(op + " on " + who), std::string::npos) << m;
+        EXPECT_NE(m.find("expected a state buffer, found a stream buffer"), std::string::npos) << m;
+      }
+    }
+    EXPECT_EQ(dev.bytes()[Link::kSsdToFpga] + dev.bytes()[Link::kFpgaToSsd], 0u);
+    // The state buffer takes the same transfers.
+    dev.P2PWrite(file, 0, *state, 0, 4096).Wait();
+    dev.P2PRead(file, 0, *state, 4096, 4096).Wait();
+    std::vector<uint8_t> in(8192), out(8192);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 7 + 3);
+    dev.HostToDevice(in.data(), *stream, 0, 8192);
+    dev.CopyWithin(*stream, 100, *state, 200, 5000);
+    dev.CopyWithin(*state, 200, *stream, 3000, 5000);
+    dev.DeviceToHost(*stream, 0, out.data(), 8192);
+    if (set.moves_data()) {
+      std::vector<uint8_t> exp = in;
+      std::memcpy(exp.data() + 3000, in.data() + 100, 5000);
+      EXPECT_EQ(out, exp);
+    }
+    const LinkBytes b = dev.bytes();
+    EXPECT_EQ(b[Link::kSsdToFpga], 4096u);
+    EXPECT_EQ(b[Link::kFpgaToSsd], 4096u);
+    EXPECT_EQ(b[Link::kHostToDevice], 8192u);
+    EXPECT_EQ(b[Link::kDeviceToHost], 8192u);
+  }
 }
 
 // Null devices and planning stores go together; everything else is refused with what was

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "csdkit/platform/checksum.h"
 #include "csdkit/platform/opencl_device.h"
 #include "csdkit/platform/problem.h"
 #include "csdkit/platform/selftest.h"
@@ -152,12 +153,96 @@ TEST_F(OpenCl, SmartUpdateOnOpenClEqualsBaseline) {
   }
 }
 
+// Stream buffers are device memory the host never maps: their bytes move by
+// clEnqueueWriteBuffer / clEnqueueReadBuffer and device copies, bit-exact in every direction
+// between the roles, counted on the links as host transfers always were; P2P on them is
+// refused. A state buffer written by a device copy then goes to NVMe and back intact (its
+// mapping survives the copy).
+TEST_F(OpenCl, StreamBuffersMoveByDmaAndRefuseP2P) {
+  DeviceSet devices(OpenClDevices(1, 0));
+  Device& dev = devices[0];
+  constexpr uint64_t kBytes = 3 * 4096 + 100;  // allocated as 16384
+  DeviceBufferPtr stream = dev.Alloc(kBytes, BufferRole::kStream);
+  DeviceBufferPtr state = dev.Alloc(kBytes, BufferRole::kState);
+  DeviceBufferPtr state2 = dev.Alloc(kBytes, BufferRole::kState);
+  ASSERT_EQ(stream->size(), 16384u);
+  std::vector<uint8_t> got(16384, 0xa5), exp(16384, 0);
+  dev.DeviceToHost(*stream, 0, got.data(), got.size());
+  EXPECT_EQ(got, exp) << "a new stream buffer reads as zeros";
+
+  uint64_t seed = 0x5eed0001u;
+  std::vector<uint8_t> in(16384);
+  for (uint8_t& x : in) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    x = static_cast<uint8_t>(seed >> 56);
+  }
+  dev.HostToDevice(in.data() + 37, *stream, 37, 10000);
+  std::memcpy(exp.data() + 37, in.data() + 37, 10000);
+  dev.DeviceToHost(*stream, 0, got.data(), got.size());
+  EXPECT_EQ(got, exp) << "host -> stream -> host, seed 0x5eed0001";
+  EXPECT_EQ(dev.Crc32(*stream, 37, 10000), Crc32(exp.data() + 37, 10000));
+
+  // stream -> state, state -> state, state -> stream, and within one stream buffer.
+  dev.CopyWithin(*stream, 0, *state, 0, 16384);
+  dev.CopyWithin(*state, 4096, *state2, 0, 8192);
+  dev.CopyWithin(*state2, 100, *stream, 12000, 4000);
+  dev.CopyWithin(*stream, 12000, *stream, 1, 4000);
+  std::vector<uint8_t> exp2(16384, 0);
+  std::memcpy(exp2.data(), exp.data() + 4096, 8192);
+  std::memcpy(exp.data() + 12000, exp2.data() + 100, 4000);
+  std::memmove(exp.data() + 1, exp.data() + 12000, 4000);
+  dev.DeviceToHost(*stream, 0, got.data(), got.size());
+  EXPECT_EQ(got, exp) << "device copies through a stream buffer";
+  dev.DeviceToHost(*state2, 0, got.data(), got.size());
+  EXPECT_EQ(got, exp2) << "device copies into a state buffer";
+  EXPECT_THROW(dev.CopyWithin(*stream, 0, *stream, 100, 200), std::invalid_argument);
+
+  // The state buffer a copy wrote goes to NVMe and back through its mapping.
+  const std::string dir = std::string(CSDKIT_TEST_DIR) + "/roles";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  aio::File file = aio::File::Create(dir + "/state.bin");
+  dev.P2PWrite(file, 0, *state2, 0, 16384).Wait();
+  DeviceBufferPtr back = dev.Alloc(16384, BufferRole::kState);
+  dev.P2PRead(file, 0, *back, 0, 16384).Wait();
+  dev.DeviceToHost(*back, 0, got.data(), got.size());
+  EXPECT_EQ(got, exp2) << "state -> NVMe -> state";
+
+  const LinkBytes before = dev.bytes();
+  for (bool read : {true, false}) {
+    try {
+      if (read) {
+        dev.P2PRead(file, 0, *stream, 0, 4096).Wait();
+      } else {
+        dev.P2PWrite(file, 0, *stream, 0, 4096).Wait();
+      }
+      ADD_FAILURE() << "P2P " << (read ? "read" : "write") << " on a stream buffer accepted";
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(std::string(read ? "P2P read" : "P2P write") + " on " + dev.Describe()),
+                std::string::npos)
+          << m;
+      EXPECT_NE(m.find("expected a state buffer, found a stream buffer"), std::string::npos)
+          << m;
+    }
+  }
+  const LinkBytes b = dev.bytes() - before;
+  EXPECT_EQ(b[Link::kSsdToFpga] + b[Link::kFpgaToSsd], 0u);
+  // Host transfers are counted as they always were: every byte asked for, once.
+  const LinkBytes total = dev.bytes();
+  EXPECT_EQ(total[Link::kHostToDevice], 10000u);
+  EXPECT_EQ(total[Link::kDeviceToHost], 16384u * 5);
+  EXPECT_EQ(total[Link::kSsdToFpga], 16384u);
+  EXPECT_EQ(total[Link::kFpgaToSsd], 16384u);
+}
+
 TEST_F(OpenCl, CapacityAndForeignBuffersRefused) {
   DeviceSet small(OpenClDevices(1, 1u << 20)), big(OpenClDevices(1, 0));
   Device& dev = small[0];
   Device& other = big[0];
-  EXPECT_THROW(dev.Alloc(2u << 20), CapacityError);
-  DeviceBufferPtr b = other.Alloc(4096);
+  EXPECT_THROW(dev.Alloc(2u << 20, BufferRole::kState), CapacityError);
+  EXPECT_THROW(dev.Alloc(2u << 20, BufferRole::kStream), CapacityError);
+  DeviceBufferPtr b = other.Alloc(4096, BufferRole::kStream);
   char x[16] = {};
   EXPECT_THROW(dev.HostToDevice(x, *b, 0, 16), std::invalid_argument);
   EXPECT_THROW(other.HostToDevice(x, *b, 4090, 16), std::out_of_range);

@@ -30,11 +30,14 @@ RtlLaunchStats RunRtlLaunch(const std::vector<RtlRegion>&, const UpdateLaunch<ui
 nlohmann::json RtlUnitLatencies() { return nlohmann::json::object(); }
 #endif
 
-/// Device memory of the emulated device: 4096-aligned host memory standing in for FPGA DDR.
+/// Device memory of the emulated device: 4096-aligned host memory standing in for FPGA DDR,
+/// for either role. The role is recorded, and P2P on a stream buffer is refused as on a card,
+/// where a stream buffer has no P2P address.
 class EmulatedSmartSsd::Buffer final : public MappedBuffer {
  public:
-  Buffer(EmulatedSmartSsd* dev, uint64_t bytes)
-      : MappedBuffer(dev, bytes), mem_(static_cast<std::size_t>(bytes)) {
+  Buffer(EmulatedSmartSsd* dev, uint64_t bytes, BufferRole role)
+      : MappedBuffer(dev, bytes, role, /*host_mapped=*/true),
+        mem_(static_cast<std::size_t>(bytes)) {
     set_host(mem_.data());
   }
 
@@ -66,8 +69,9 @@ std::string EmulatedSmartSsd::Describe() const {
   return os.str();
 }
 
-std::shared_ptr<HostMappedDevice::MappedBuffer> EmulatedSmartSsd::NewBuffer(uint64_t bytes) {
-  return std::make_shared<Buffer>(this, bytes);
+std::shared_ptr<HostMappedDevice::MappedBuffer> EmulatedSmartSsd::NewBuffer(uint64_t bytes,
+                                                                            BufferRole role) {
+  return std::make_shared<Buffer>(this, bytes, role);
 }
 
 void EmulatedSmartSsd::OnTransfer(Link l, uint64_t bytes, VirtualClock* vc) {

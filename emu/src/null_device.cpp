@@ -14,12 +14,15 @@
 
 namespace csdkit::emu {
 
-/// Device memory of the null device: a size, counted against the capacity while it lives.
+/// Device memory of the null device: a size and a role, counted against the capacity while it
+/// lives.
 class NullDevice::Buffer final : public DeviceBuffer {
  public:
-  Buffer(NullDevice* owner, uint64_t bytes) : DeviceBuffer(bytes), owner_(owner) {}
+  Buffer(NullDevice* owner, uint64_t bytes, BufferRole role)
+      : DeviceBuffer(bytes), owner_(owner), role_(role) {}
   ~Buffer() override { owner_->allocated_ -= size(); }
   const NullDevice* owner() const { return owner_; }
+  BufferRole role() const { return role_; }
   /// The status word a launch wrote into this buffer (the only bytes a null device keeps:
   /// the runtime reads it back and checks it as it checks a card's).
   std::array<uint32_t, hls::kLanes>* word() const { return word_.get(); }
@@ -31,6 +34,7 @@ class NullDevice::Buffer final : public DeviceBuffer {
 
  private:
   NullDevice* owner_;
+  BufferRole role_;
   std::mutex mu_;
   std::unique_ptr<std::array<uint32_t, hls::kLanes>> word_;
 };
@@ -46,7 +50,7 @@ std::string NullDevice::Describe() const {
   return os.str();
 }
 
-DeviceBufferPtr NullDevice::Alloc(uint64_t bytes) {
+DeviceBufferPtr NullDevice::Alloc(uint64_t bytes, BufferRole role) {
   const uint64_t rounded = (bytes + 4095) / 4096 * 4096;
   uint64_t cur = allocated_.load();
   do {
@@ -59,11 +63,11 @@ DeviceBufferPtr NullDevice::Alloc(uint64_t bytes) {
       throw CapacityError(os.str());
     }
   } while (!allocated_.compare_exchange_weak(cur, cur + rounded));
-  return std::make_shared<Buffer>(this, rounded);
+  return std::make_shared<Buffer>(this, rounded, role);
 }
 
-void NullDevice::CheckRange(const DeviceBuffer& b, uint64_t offset, uint64_t len,
-                            const char* what) const {
+const NullDevice::Buffer& NullDevice::CheckRange(const DeviceBuffer& b, uint64_t offset,
+                                                 uint64_t len, const char* what) const {
   const auto* nb = dynamic_cast<const Buffer*>(&b);
   if (nb == nullptr || nb->owner() != this) {
     throw std::invalid_argument(std::string(what) + ": buffer does not belong to " + Describe());
@@ -74,6 +78,7 @@ void NullDevice::CheckRange(const DeviceBuffer& b, uint64_t offset, uint64_t len
        << b.size() << "-byte buffer, found offset " << offset << " and len " << len;
     throw std::out_of_range(os.str());
   }
+  return *nb;
 }
 
 void NullDevice::CheckIo(uint64_t file_offset, uint64_t len, const char* what) const {
@@ -96,7 +101,7 @@ void NullDevice::Count(Link l, uint64_t bytes, VirtualClock* vc) {
 
 aio::IoTicket NullDevice::P2PRead(const aio::File&, uint64_t file_offset, DeviceBuffer& dst,
                                   uint64_t dst_offset, uint64_t len, VirtualClock* vc) {
-  CheckRange(dst, dst_offset, len, "P2P read");
+  RequireP2PRole(CheckRange(dst, dst_offset, len, "P2P read").role(), Describe(), "P2P read");
   CheckIo(file_offset, len, "P2P read");
   Count(Link::kSsdToFpga, len, vc);
   return aio::IoTicket::Completed({len});
@@ -105,7 +110,7 @@ aio::IoTicket NullDevice::P2PRead(const aio::File&, uint64_t file_offset, Device
 aio::IoTicket NullDevice::P2PWrite(const aio::File&, uint64_t file_offset,
                                    const DeviceBuffer& src, uint64_t src_offset, uint64_t len,
                                    VirtualClock* vc) {
-  CheckRange(src, src_offset, len, "P2P write");
+  RequireP2PRole(CheckRange(src, src_offset, len, "P2P write").role(), Describe(), "P2P write");
   CheckIo(file_offset, len, "P2P write");
   Count(Link::kFpgaToSsd, len, vc);
   return aio::IoTicket::Completed({len});
@@ -119,9 +124,9 @@ void NullDevice::HostToDevice(const void*, DeviceBuffer& dst, uint64_t dst_offse
 
 void NullDevice::DeviceToHost(const DeviceBuffer& src, uint64_t src_offset, void* dst,
                               uint64_t len, VirtualClock* vc) {
-  CheckRange(src, src_offset, len, "device-to-host copy");
+  const Buffer& b = CheckRange(src, src_offset, len, "device-to-host copy");
   // A status word a launch wrote comes back as written; nothing else has bytes to copy.
-  if (const auto* w = static_cast<const Buffer&>(src).word(); w && src_offset < sizeof *w) {
+  if (const auto* w = b.word(); w && src_offset < sizeof *w) {
     std::memcpy(dst, reinterpret_cast<const uint8_t*>(w->data()) + src_offset,
                 std::min<uint64_t>(len, sizeof *w - src_offset));
   }

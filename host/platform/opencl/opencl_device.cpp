@@ -91,19 +91,25 @@ class OpenClDevice::Impl {
   cl_command_queue queue = nullptr;
   cl_program program = nullptr;
   cl_kernel kernel = nullptr;
+  // Host transfers of stream buffers go through their own in-order queue, so that a gradient
+  // upload need not wait behind another worker's kernel on `queue`; they are blocking, which
+  // orders them against launches and copies without events.
+  cl_command_queue dma = nullptr;
   bool xilinx = false;
   std::string desc;
-  std::mutex mu;  // queue, kernel arguments
+  std::mutex mu;  // queue (launches, copies, mapping of state buffers), kernel arguments
   cl_mem dummy = nullptr;  // bound to pointer arguments a launch does not use
 
   explicit Impl(const OpenClOptions& o) : opt(o) {}
 };
 
-/// A device buffer: the cl_mem and, while the host owns it, its mapped pointer (the base's
-/// host view).
+/// A device buffer: the cl_mem and, for a state buffer while the host owns it, its mapped
+/// pointer (the base's host view). A stream buffer is never mapped: only the DMA hooks reach it.
 class OpenClDevice::ClBuffer final : public MappedBuffer {
  public:
-  ClBuffer(OpenClDevice* dev, uint64_t size) : MappedBuffer(dev, size), impl_(dev->impl_.get()) {}
+  ClBuffer(OpenClDevice* dev, uint64_t size, BufferRole role)
+      : MappedBuffer(dev, size, role, /*host_mapped=*/role == BufferRole::kState),
+        impl_(dev->impl_.get()) {}
   ~ClBuffer() override {
     if (mem == nullptr) return;
     if (host() != nullptr) {
@@ -112,7 +118,9 @@ class OpenClDevice::ClBuffer final : public MappedBuffer {
     }
     clReleaseMemObject(mem);
   }
+  /// Maps a state buffer for the host (blocking); nothing for a stream buffer.
   void Map() {
+    if (!host_mapped()) return;
     cl_int e = CL_SUCCESS;
     void* p = clEnqueueMapBuffer(impl_->queue, mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
                                  size(), 0, nullptr, nullptr, &e);
@@ -128,6 +136,7 @@ class OpenClDevice::ClBuffer final : public MappedBuffer {
                                "4096-aligned; O_DIRECT transfers into it would fail");
     }
   }
+  /// Hands a mapped buffer to the device (enqueued on the launch queue); nothing otherwise.
   void Unmap() {
     if (host() == nullptr) return;
     Check(clEnqueueUnmapMemObject(impl_->queue, mem, host(), 0, nullptr, nullptr),
@@ -136,7 +145,7 @@ class OpenClDevice::ClBuffer final : public MappedBuffer {
   }
 
   cl_mem mem = nullptr;
-  AlignedBuffer backing;  // backing store on non-Xilinx platforms (CL_MEM_USE_HOST_PTR)
+  AlignedBuffer backing;  // backing store of a state buffer off Xilinx (CL_MEM_USE_HOST_PTR)
 
  private:
   Impl* impl_;
@@ -191,6 +200,8 @@ OpenClDevice::OpenClDevice(const OpenClOptions& o)
   Check(e, "clCreateContext on " + d.desc);
   d.queue = clCreateCommandQueue(d.ctx, d.device, 0, &e);
   Check(e, "clCreateCommandQueue on " + d.desc);
+  d.dma = clCreateCommandQueue(d.ctx, d.device, 0, &e);
+  Check(e, "clCreateCommandQueue (host transfers) on " + d.desc);
 
   std::vector<unsigned char> bin;
   std::string options;
@@ -242,9 +253,11 @@ OpenClDevice::OpenClDevice(const OpenClOptions& o)
 OpenClDevice::~OpenClDevice() {
   Impl& d = *impl_;
   if (d.queue) clFinish(d.queue);
+  if (d.dma) clFinish(d.dma);
   if (d.dummy) clReleaseMemObject(d.dummy);
   if (d.kernel) clReleaseKernel(d.kernel);
   if (d.program) clReleaseProgram(d.program);
+  if (d.dma) clReleaseCommandQueue(d.dma);
   if (d.queue) clReleaseCommandQueue(d.queue);
   if (d.ctx) clReleaseContext(d.ctx);
 }
@@ -254,10 +267,24 @@ std::string OpenClDevice::Describe() const {
 }
 bool OpenClDevice::xilinx() const { return impl_->xilinx; }
 
-std::shared_ptr<HostMappedDevice::MappedBuffer> OpenClDevice::NewBuffer(uint64_t bytes) {
+std::shared_ptr<HostMappedDevice::MappedBuffer> OpenClDevice::NewBuffer(uint64_t bytes,
+                                                                        BufferRole role) {
   Impl& d = *impl_;
-  auto b = std::make_shared<ClBuffer>(this, bytes);
+  auto b = std::make_shared<ClBuffer>(this, bytes, role);
+  const std::string what = "clCreateBuffer of a " + std::to_string(bytes) + "-byte " +
+                           BufferRoleName(role) + " buffer on " + d.desc;
   cl_int e = CL_SUCCESS;
+  if (role == BufferRole::kStream) {
+    // Ordinary device memory, never mapped: the DMA engine moves its bytes (WriteUnmapped,
+    // ReadUnmapped), zeroed on the device.
+    b->mem = clCreateBuffer(d.ctx, CL_MEM_READ_WRITE, bytes, nullptr, &e);
+    Check(e, what);
+    const cl_uint zero = 0;
+    Check(clEnqueueFillBuffer(d.dma, b->mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr),
+          "clEnqueueFillBuffer (zeroing) of a stream buffer on " + d.desc);
+    Check(clFinish(d.dma), "clFinish on " + d.desc);
+    return b;
+  }
   std::lock_guard<std::mutex> lock(d.mu);
   if (d.xilinx) {
     // A P2P buffer: host-mappable device memory that the NVMe device can DMA into.
@@ -269,9 +296,44 @@ std::shared_ptr<HostMappedDevice::MappedBuffer> OpenClDevice::NewBuffer(uint64_t
     b->mem = clCreateBuffer(d.ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes,
                             b->backing.data(), &e);
   }
-  Check(e, "clCreateBuffer of " + std::to_string(bytes) + " bytes on " + d.desc);
+  Check(e, what);
   b->Map();
   return b;
+}
+
+void OpenClDevice::WriteUnmapped(MappedBuffer& dst, uint64_t offset, const void* src,
+                                 uint64_t len) {
+  if (len == 0) return;  // OpenCL refuses empty transfers; there is nothing to move
+  Check(clEnqueueWriteBuffer(impl_->dma, static_cast<ClBuffer&>(dst).mem, CL_TRUE, offset, len,
+                             src, 0, nullptr, nullptr),
+        "clEnqueueWriteBuffer of " + std::to_string(len) + " bytes on " + impl_->desc);
+}
+
+void OpenClDevice::ReadUnmapped(const MappedBuffer& src, uint64_t offset, void* dst, uint64_t len) {
+  if (len == 0) return;
+  Check(clEnqueueReadBuffer(impl_->dma, static_cast<const ClBuffer&>(src).mem, CL_TRUE, offset,
+                            len, dst, 0, nullptr, nullptr),
+        "clEnqueueReadBuffer of " + std::to_string(len) + " bytes on " + impl_->desc);
+}
+
+void OpenClDevice::DeviceCopy(const MappedBuffer& src, uint64_t src_offset, MappedBuffer& dst,
+                              uint64_t dst_offset, uint64_t len) {
+  if (len == 0) return;
+  Impl& d = *impl_;
+  // A copy engine's DDR-to-DDR copy, for every pair of roles: a mapped (state) buffer is handed
+  // to the device around it as around a launch, so no byte goes through a host mapping.
+  auto& s = const_cast<ClBuffer&>(static_cast<const ClBuffer&>(src));
+  auto& t = static_cast<ClBuffer&>(dst);
+  std::lock_guard<std::mutex> lock(d.mu);
+  s.Unmap();
+  t.Unmap();
+  const cl_int e = clEnqueueCopyBuffer(d.queue, s.mem, t.mem, src_offset, dst_offset, len, 0,
+                                       nullptr, nullptr);
+  const cl_int f = clFinish(d.queue);
+  s.Map();
+  if (&t != &s) t.Map();
+  Check(e, "clEnqueueCopyBuffer of " + std::to_string(len) + " bytes on " + d.desc);
+  Check(f, "clFinish on " + d.desc);
 }
 
 uint32_t OpenClDevice::LaunchUpdate(const DeviceLaunch& l, uint32_t* status16, VirtualClock*) {
@@ -294,7 +356,8 @@ uint32_t OpenClDevice::LaunchUpdate(const DeviceLaunch& l, uint32_t* status16, V
       Check(clSetKernelArg(d.kernel, a.index, sizeof(cl_uint), &v), "clSetKernelArg");
     }
   });
-  // The kernel owns its buffers while it runs.
+  // The kernel owns its buffers while it runs: the mapped (state) ones are handed over; stream
+  // buffers are never mapped.
   for (ClBuffer* cb : used) cb->Unmap();
   const size_t one = 1;
   cl_int e = clEnqueueNDRangeKernel(d.queue, d.kernel, 1, nullptr, &one, &one, 0, nullptr, nullptr);
@@ -302,7 +365,12 @@ uint32_t OpenClDevice::LaunchUpdate(const DeviceLaunch& l, uint32_t* status16, V
   for (ClBuffer* cb : used) cb->Map();
   Check(e, "clEnqueueNDRangeKernel csd_update on " + d.desc);
   Check(f, "clFinish on " + d.desc);
-  const uint32_t* words = reinterpret_cast<const uint32_t*>(bufs.status->host());
+  uint32_t words[hls::kWordBytes / 4];
+  if (bufs.status->host_mapped()) {
+    std::memcpy(words, bufs.status->host(), hls::kWordBytes);
+  } else {
+    ReadUnmapped(*bufs.status, 0, words, hls::kWordBytes);
+  }
   if (status16 != nullptr) std::memcpy(status16, words, hls::kWordBytes);
   return words[hls::kStatusError];
 }

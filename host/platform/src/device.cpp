@@ -1,5 +1,8 @@
 #include "csdkit/platform/device.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace csdkit {
 
 const char* LinkName(Link l) {
@@ -15,6 +18,50 @@ const char* LinkName(Link l) {
 }
 
 bool IsSharedLink(Link l) { return l != Link::kSsdToFpga && l != Link::kFpgaToSsd; }
+
+const char* BufferRoleName(BufferRole r) {
+  switch (r) {
+    case BufferRole::kState: return "state";
+    case BufferRole::kStream: return "stream";
+  }
+  return "?";
+}
+
+BufferRole UpdateBufferRole(const hls::ArgInfo& a) {
+  // Every buffer of the table is listed: a buffer added to the table lands in the throw below
+  // until someone decides whether P2P transfers reach it.
+  if (a.kind == hls::ArgKind::kPtr) {
+    switch (a.index) {
+      case update_arg::theta:
+      case update_arg::m:
+      case update_arg::v:
+        return BufferRole::kState;
+      case update_arg::grad:
+      case update_arg::sp_idx:
+      case update_arg::sp_blk:
+      case update_arg::out16:
+      case update_arg::status:
+        return BufferRole::kStream;
+      default:
+        break;
+    }
+  }
+  throw std::invalid_argument(std::string("buffer role of csd_update argument ") + a.name +
+                              ": expected one of the table's buffer arguments (theta, m, v, "
+                              "grad, sp_idx, sp_blk, out16, status), found " +
+                              (a.kind == hls::ArgKind::kPtr ? "a buffer with no role assigned "
+                                                              "in UpdateBufferRole"
+                                                            : "a scalar"));
+}
+
+void RequireP2PRole(BufferRole found, const std::string& device, const char* op) {
+  if (found == BufferRole::kState) return;
+  throw std::invalid_argument(std::string(op) + " on " + device + ": expected a " +
+                              BufferRoleName(BufferRole::kState) + " buffer, found a " +
+                              BufferRoleName(found) + " buffer (P2P transfers reach only device "
+                              "memory allocated with BufferRole::kState; allocate the buffer "
+                              "with that role, or move its bytes with HostToDevice/DeviceToHost)");
+}
 
 LinkBytes& LinkBytes::operator+=(const LinkBytes& o) {
   for (unsigned i = 0; i < kNumLinks; ++i) bytes[i] += o.bytes[i];

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "csdkit/platform/checksum.h"
 
@@ -22,7 +23,23 @@ HostMappedDevice::MappedBuffer::~MappedBuffer() {
 
 void HostMappedDevice::OnTransfer(Link, uint64_t, VirtualClock*) {}
 
-DeviceBufferPtr HostMappedDevice::Alloc(uint64_t bytes) {
+void HostMappedDevice::WriteUnmapped(MappedBuffer&, uint64_t, const void*, uint64_t) {
+  throw std::logic_error(Describe() + ": a buffer that is not host-mapped, and no DMA path to "
+                         "write it (the backend created it without overriding WriteUnmapped)");
+}
+
+void HostMappedDevice::ReadUnmapped(const MappedBuffer&, uint64_t, void*, uint64_t) {
+  throw std::logic_error(Describe() + ": a buffer that is not host-mapped, and no DMA path to "
+                         "read it (the backend created it without overriding ReadUnmapped)");
+}
+
+void HostMappedDevice::DeviceCopy(const MappedBuffer& src, uint64_t src_offset, MappedBuffer& dst,
+                                  uint64_t dst_offset, uint64_t len) {
+  const uint8_t* s = Span(src, src_offset, len, "device copy source");
+  std::memcpy(Span(dst, dst_offset, len, "device copy destination"), s, len);
+}
+
+DeviceBufferPtr HostMappedDevice::Alloc(uint64_t bytes, BufferRole role) {
   const uint64_t rounded = (bytes + 4095) / 4096 * 4096;
   uint64_t cur = allocated_.load();
   do {
@@ -36,7 +53,14 @@ DeviceBufferPtr HostMappedDevice::Alloc(uint64_t bytes) {
     }
   } while (!allocated_.compare_exchange_weak(cur, cur + rounded));
   try {
-    std::shared_ptr<MappedBuffer> b = NewBuffer(rounded);
+    std::shared_ptr<MappedBuffer> b = NewBuffer(rounded, role);
+    if (b->role() != role || (role == BufferRole::kState && !b->host_mapped())) {
+      throw std::logic_error(Describe() + ": expected NewBuffer to return a " +
+                             BufferRoleName(role) + " buffer" +
+                             (role == BufferRole::kState ? " with a host mapping" : "") +
+                             ", found a " + BufferRoleName(b->role()) + " buffer " +
+                             (b->host_mapped() ? "with" : "without") + " one");
+    }
     b->counted_ = true;
     return b;
   } catch (...) {
@@ -54,14 +78,24 @@ HostMappedDevice::MappedBuffer& HostMappedDevice::Own(const DeviceBuffer& b,
   return const_cast<MappedBuffer&>(*mb);
 }
 
-uint8_t* HostMappedDevice::Span(const DeviceBuffer& b, uint64_t offset, uint64_t len,
-                                const char* what) const {
+HostMappedDevice::MappedBuffer& HostMappedDevice::Range(const DeviceBuffer& b, uint64_t offset,
+                                                        uint64_t len, const char* what) const {
   MappedBuffer& mb = Own(b, what);
   if (offset > b.size() || len > b.size() - offset) {
     std::ostringstream os;
     os << what << " on " << Describe() << ": expected [offset, offset + len) inside the "
        << b.size() << "-byte buffer, found offset " << offset << " and len " << len;
     throw std::out_of_range(os.str());
+  }
+  return mb;
+}
+
+uint8_t* HostMappedDevice::Span(const DeviceBuffer& b, uint64_t offset, uint64_t len,
+                                const char* what) const {
+  MappedBuffer& mb = Range(b, offset, len, what);
+  if (!mb.host_mapped()) {
+    throw std::logic_error(std::string(what) + " on " + Describe() + ": the " +
+                           BufferRoleName(mb.role()) + " buffer has no host mapping");
   }
   if (mb.host() == nullptr) {
     throw std::logic_error(std::string(what) + " on " + Describe() +
@@ -102,6 +136,7 @@ void HostMappedDevice::Count(Link l, uint64_t bytes, VirtualClock* vc) {
 aio::IoTicket HostMappedDevice::P2PRead(const aio::File& file, uint64_t file_offset,
                                         DeviceBuffer& dst, uint64_t dst_offset, uint64_t len,
                                         VirtualClock* vc) {
+  RequireP2PRole(Own(dst, "P2P read").role(), Describe(), "P2P read");
   uint8_t* p = Span(dst, dst_offset, len, "P2P read");
   aio::IoTicket t = engine_.ReadAsync(file, file_offset, p, len);
   Count(Link::kSsdToFpga, len, vc);
@@ -111,6 +146,7 @@ aio::IoTicket HostMappedDevice::P2PRead(const aio::File& file, uint64_t file_off
 aio::IoTicket HostMappedDevice::P2PWrite(const aio::File& file, uint64_t file_offset,
                                          const DeviceBuffer& src, uint64_t src_offset,
                                          uint64_t len, VirtualClock* vc) {
+  RequireP2PRole(Own(src, "P2P write").role(), Describe(), "P2P write");
   const uint8_t* p = Span(src, src_offset, len, "P2P write");
   aio::IoTicket t = engine_.WriteAsync(file, file_offset, p, len);
   Count(Link::kFpgaToSsd, len, vc);
@@ -119,13 +155,23 @@ aio::IoTicket HostMappedDevice::P2PWrite(const aio::File& file, uint64_t file_of
 
 void HostMappedDevice::HostToDevice(const void* src, DeviceBuffer& dst, uint64_t dst_offset,
                                     uint64_t len, VirtualClock* vc) {
-  std::memcpy(Span(dst, dst_offset, len, "host-to-device copy"), src, len);
+  MappedBuffer& mb = Range(dst, dst_offset, len, "host-to-device copy");
+  if (mb.host_mapped()) {
+    std::memcpy(Span(dst, dst_offset, len, "host-to-device copy"), src, len);
+  } else {
+    WriteUnmapped(mb, dst_offset, src, len);
+  }
   Count(Link::kHostToDevice, len, vc);
 }
 
 void HostMappedDevice::DeviceToHost(const DeviceBuffer& src, uint64_t src_offset, void* dst,
                                     uint64_t len, VirtualClock* vc) {
-  std::memcpy(dst, Span(src, src_offset, len, "device-to-host copy"), len);
+  const MappedBuffer& mb = Range(src, src_offset, len, "device-to-host copy");
+  if (mb.host_mapped()) {
+    std::memcpy(dst, Span(src, src_offset, len, "device-to-host copy"), len);
+  } else {
+    ReadUnmapped(mb, src_offset, dst, len);
+  }
   Count(Link::kDeviceToHost, len, vc);
 }
 
@@ -144,18 +190,25 @@ aio::IoTicket HostMappedDevice::HostWrite(const aio::File& file, uint64_t file_o
 }
 
 uint32_t HostMappedDevice::Crc32(const DeviceBuffer& b, uint64_t offset, uint64_t len) {
-  return csdkit::Crc32(Span(b, offset, len, "device CRC"), len);
+  const MappedBuffer& mb = Range(b, offset, len, "device CRC");
+  if (mb.host_mapped()) return csdkit::Crc32(Span(b, offset, len, "device CRC"), len);
+  // A buffer without a host mapping is read back for its CRC (the runtime asks only for the
+  // state's, which is always mapped); the bytes are not counted, as the interface promises.
+  std::vector<uint8_t> bytes(len);
+  ReadUnmapped(mb, offset, bytes.data(), len);
+  return csdkit::Crc32(bytes.data(), len);
 }
 
 void HostMappedDevice::CopyWithin(const DeviceBuffer& src, uint64_t src_offset, DeviceBuffer& dst,
                                   uint64_t dst_offset, uint64_t len) {
-  const uint8_t* s = Span(src, src_offset, len, "device copy source");
-  uint8_t* d = Span(dst, dst_offset, len, "device copy destination");
-  if (len > 0 && s < d + len && d < s + len) {
+  const MappedBuffer& s = Range(src, src_offset, len, "device copy source");
+  MappedBuffer& d = Range(dst, dst_offset, len, "device copy destination");
+  // Distinct buffers never share memory, so only a copy within one buffer can overlap.
+  if (len > 0 && &s == &d && src_offset < dst_offset + len && dst_offset < src_offset + len) {
     throw std::invalid_argument("device copy on " + Describe() + ": source and destination "
                                 "overlap");
   }
-  std::memcpy(d, s, len);
+  DeviceCopy(s, src_offset, d, dst_offset, len);
 }
 
 LinkBytes HostMappedDevice::bytes() const {

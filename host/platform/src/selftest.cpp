@@ -47,8 +47,8 @@ std::vector<Variant> AllVariants() {
 
 
 UpdateBuffers RunOnDevice(Device& dev, const Problem& p) {
-  DeviceLaunch db = p.buf.Map<DeviceBufferPtr>([&](const hls::ArgInfo&, const AlignedBuffer& b) {
-    DeviceBufferPtr d = dev.Alloc(b.size());
+  DeviceLaunch db = p.buf.Map<DeviceBufferPtr>([&](const hls::ArgInfo& a, const AlignedBuffer& b) {
+    DeviceBufferPtr d = dev.Alloc(b.size(), UpdateBufferRole(a));
     dev.HostToDevice(b.data(), *d, 0, b.size());
     return d;
   });

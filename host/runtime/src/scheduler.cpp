@@ -419,7 +419,7 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       // from the committed slot (P2P, through a small scratch buffer) over what the kernel wrote.
       if (do_io && do_compute) {
         for (const auto& [lo, hi] : frozen) {
-          if (!bufs.scratch) bufs.scratch = dev.Alloc(kScratchBytes);
+          if (!bufs.scratch) bufs.scratch = dev.Alloc(kScratchBytes, BufferRole::kState);
           const uint64_t want0 = sg.file_offset() + 4ull * lo, want1 = sg.file_offset() + 4ull * hi;
           for (uint64_t c0 = want0 / 4096 * 4096; c0 < want1; c0 += kScratchBytes) {
             const uint64_t c1 = std::min(c0 + kScratchBytes, (want1 + 4095) / 4096 * 4096);
@@ -736,7 +736,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
           auto b = std::make_unique<DevBufs>();
           Device& dev = devices_.device(d);
           b->b.ForEachBuffer([&](const hls::ArgInfo& a, DeviceBufferPtr& p) {
-            if (need[a.index] > 0) p = dev.Alloc(need[a.index]);
+            if (need[a.index] > 0) p = dev.Alloc(need[a.index], UpdateBufferRole(a));
           });
           for (const std::string& name : store_.vars()) b->state.push_back(StateOf(b->b, name));
           bufs_.push_back(std::move(b));

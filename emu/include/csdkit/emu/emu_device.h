@@ -55,7 +55,7 @@ class EmulatedSmartSsd final : public HostMappedDevice {
 
  private:
   class Buffer;
-  std::shared_ptr<MappedBuffer> NewBuffer(uint64_t bytes) override;
+  std::shared_ptr<MappedBuffer> NewBuffer(uint64_t bytes, BufferRole role) override;
   void OnTransfer(Link l, uint64_t bytes, VirtualClock* vc) override;
 
   EmuOptions opt_;

@@ -1,11 +1,12 @@
 // The null device: a SmartSSD that moves no bytes and computes nothing, for planning. It
 // implements the whole device interface with the checks a real device makes — allocations
 // against a capacity, buffer ownership and ranges, 4096-byte alignment of NVMe transfers, a
-// launch's buffers against its footprint — counts every transfer's bytes per link exactly as
-// the emulated device does, and records every transfer and launch on the link model in virtual
-// time with the same sizes (emu/.../link_model.h). The unchanged scheduler therefore runs on
-// it and produces the schedule the kit executes, with the byte counters and virtual seconds an
-// emulated device reports for the same configuration, at any model size.
+// launch's buffers against its footprint, the role of a P2P transfer's buffer — counts every
+// transfer's bytes per link exactly as the emulated device does, and records every transfer and
+// launch on the link model in virtual time with the same sizes (emu/.../link_model.h). The
+// unchanged scheduler therefore runs on it and produces the schedule the kit executes, with the
+// byte counters and virtual seconds an emulated device reports for the same configuration, at
+// any model size.
 //
 // DESIGN: NO DATA, ANYWHERE. A plan of a 33e9-parameter model must not hold 33e9 of anything.
 //  - Device memory is an allocation size only (a DeviceBuffer with no storage behind it), so
@@ -50,7 +51,7 @@ class NullDevice final : public Device {
   std::string Describe() const override;
   uint64_t capacity() const override { return opt_.capacity; }
   uint64_t allocated() const override { return allocated_.load(); }
-  DeviceBufferPtr Alloc(uint64_t bytes) override;
+  DeviceBufferPtr Alloc(uint64_t bytes, BufferRole role) override;
 
   aio::IoTicket P2PRead(const aio::File& file, uint64_t file_offset, DeviceBuffer& dst,
                         uint64_t dst_offset, uint64_t len, VirtualClock* vc = nullptr) override;
@@ -76,8 +77,9 @@ class NullDevice final : public Device {
 
  private:
   class Buffer;
-  // Checks that `b` is this device's and [offset, offset + len) lies inside it.
-  void CheckRange(const DeviceBuffer& b, uint64_t offset, uint64_t len, const char* what) const;
+  // Checks that `b` is this device's and [offset, offset + len) lies inside it; returns it.
+  const Buffer& CheckRange(const DeviceBuffer& b, uint64_t offset, uint64_t len,
+                           const char* what) const;
   void CheckIo(uint64_t file_offset, uint64_t len, const char* what) const;
   void Count(Link l, uint64_t bytes, VirtualClock* vc);
 

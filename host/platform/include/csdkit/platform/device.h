@@ -84,6 +84,35 @@ using DeviceBufferPtr = std::shared_ptr<DeviceBuffer>;
 /// One csd_update launch over device buffers (a buffer the launch does not touch may be null).
 using DeviceLaunch = UpdateLaunch<DeviceBufferPtr>;
 
+/// What a device buffer is for, fixed when it is allocated. On a card the two roles are
+/// different kinds of memory object (docs/opencl.md, "Buffers and P2P"); every backend, the
+/// emulated and null devices included, refuses a P2P transfer on a stream buffer, so a wrong
+/// role shows up in emulation and not first on hardware.
+enum class BufferRole {
+  /// Device memory that P2P transfers read and write: NVMe <-> device over the device's private
+  /// path (on a SmartSSD, its internal PCIe switch). Optimizer state (theta, m, v) and the
+  /// scheduler's P2P scratch buffer. It may also take host transfers, launches and copies.
+  kState,
+  /// Device memory that only host transfers (HostToDevice / DeviceToHost, moved by the device's
+  /// DMA engine over the shared link), launches, copies and CRCs touch; never P2P. Gradients,
+  /// the sparse index and block streams, the low-precision weights, the status word.
+  kStream,
+};
+/// "state" or "stream".
+const char* BufferRoleName(BufferRole r);
+
+/// The role of each csd_update buffer argument: kState for the optimizer state the store keeps
+/// on NVMe (theta, m, v), kStream for the rest (grad, sp_idx, sp_blk, out16, status). `a` must
+/// be a buffer argument of the table (std::invalid_argument otherwise). THE one place the
+/// roles of a launch's buffers are decided: the scheduler, the self-test, golden and the CLI
+/// allocate with it.
+BufferRole UpdateBufferRole(const hls::ArgInfo& a);
+
+/// The backends' one refusal of a P2P transfer (`op`) on a buffer of role `found` that is not
+/// kState: throws std::invalid_argument naming the operation, the device (`device`: its
+/// Describe()), the role expected and the role found, and what to do.
+void RequireP2PRole(BufferRole found, const std::string& device, const char* op);
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -92,13 +121,14 @@ class Device {
   /// Device memory in bytes and what is currently allocated.
   virtual uint64_t capacity() const = 0;
   virtual uint64_t allocated() const = 0;
-  /// Allocates `bytes` of device memory (4096-aligned, zeroed). Throws CapacityError saying how
-  /// much was asked, how much is free and the capacity.
-  virtual DeviceBufferPtr Alloc(uint64_t bytes) = 0;
+  /// Allocates `bytes` of device memory (4096-aligned, zeroed) for `role`. Throws CapacityError
+  /// saying how much was asked, how much is free and the capacity.
+  virtual DeviceBufferPtr Alloc(uint64_t bytes, BufferRole role) = 0;
 
   /// Peer-to-peer transfers between the device's NVMe namespace and its memory: no host
   /// memory in between. Offsets and length must meet the file's direct-I/O alignment. The
-  /// ticket completes when the data has arrived.
+  /// device buffer must be a kState buffer (std::invalid_argument naming the device, the
+  /// operation and the roles otherwise). The ticket completes when the data has arrived.
   virtual aio::IoTicket P2PRead(const aio::File& file, uint64_t file_offset, DeviceBuffer& dst,
                                 uint64_t dst_offset, uint64_t len,
                                 VirtualClock* vc = nullptr) = 0;
@@ -106,7 +136,7 @@ class Device {
                                  const DeviceBuffer& src, uint64_t src_offset, uint64_t len,
                                  VirtualClock* vc = nullptr) = 0;
 
-  /// Transfers over the shared PCIe link.
+  /// Transfers over the shared PCIe link, into or out of a buffer of either role.
   virtual void HostToDevice(const void* src, DeviceBuffer& dst, uint64_t dst_offset,
                             uint64_t len, VirtualClock* vc = nullptr) = 0;
   virtual void DeviceToHost(const DeviceBuffer& src, uint64_t src_offset, void* dst,
@@ -127,7 +157,7 @@ class Device {
                                 VirtualClock* vc = nullptr) = 0;
 
   /// CRC-32 (zlib polynomial) of a region of device memory, computed on the device (no bytes
-  /// cross any link): how the runtime checksums state it never sees.
+  /// cross any link and none are counted): how the runtime checksums state it never sees.
   virtual uint32_t Crc32(const DeviceBuffer& b, uint64_t offset, uint64_t len) = 0;
 
   /// Copies bytes within device memory (a DDR-to-DDR copy on the device: no link is crossed,

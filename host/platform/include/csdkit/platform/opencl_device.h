@@ -1,15 +1,20 @@
 // The OpenCL backend: the device interface on an OpenCL 1.2 device through the ICD loader.
 //
 // On a Xilinx platform (a SmartSSD with XRT) the kernel comes from the xclbin
-// (clCreateProgramWithBinary) and device buffers are P2P buffers (CL_MEM_EXT_PTR_XILINX +
-// XCL_MEM_EXT_P2P_BUFFER) whose mapped pointers the libaio engine reads and writes with O_DIRECT.
-// On any other platform (PoCL on the CPU in CI) the kernel is the same csd_update.cpp compiled
-// as C++ for OpenCL into a SPIR binary at build time (hls/kernels/csd_update_cl.cpp), and device
-// buffers are CL_MEM_USE_HOST_PTR over 4096-aligned host memory, so the same O_DIRECT path works.
+// (clCreateProgramWithBinary); on any other platform (PoCL on the CPU in CI) it is the same
+// csd_update.cpp compiled as C++ for OpenCL into a SPIR binary at build time
+// (hls/kernels/csd_update_cl.cpp).
 //
-// Buffers stay mapped for the host between launches (P2P transfers, host copies and CRCs go
-// through the mapped pointer: the host-mapped device base) and are unmapped while the kernel
-// runs. Constructed by the device set (host/system).
+// Buffers by role (docs/opencl.md, "Buffers and P2P"):
+//  - kState: on Xilinx a P2P buffer (CL_MEM_EXT_PTR_XILINX + XCL_MEM_EXT_P2P_BUFFER), elsewhere
+//    CL_MEM_USE_HOST_PTR over 4096-aligned host memory; mapped for the host between launches,
+//    so the libaio engine reads and writes it with O_DIRECT (P2P), and unmapped while the
+//    kernel or a device copy uses it.
+//  - kStream: an ordinary device buffer (CL_MEM_READ_WRITE, no host pointer), never mapped;
+//    host transfers are blocking clEnqueueWriteBuffer / clEnqueueReadBuffer (the DMA engine),
+//    a CRC reads it back with clEnqueueReadBuffer.
+// Device copies of either role are clEnqueueCopyBuffer. Constructed by the device set
+// (host/system).
 #ifndef CSDKIT_PLATFORM_OPENCL_DEVICE_H_
 #define CSDKIT_PLATFORM_OPENCL_DEVICE_H_
 
@@ -55,7 +60,11 @@ class OpenClDevice final : public HostMappedDevice {
 
  private:
   class ClBuffer;
-  std::shared_ptr<MappedBuffer> NewBuffer(uint64_t bytes) override;
+  std::shared_ptr<MappedBuffer> NewBuffer(uint64_t bytes, BufferRole role) override;
+  void WriteUnmapped(MappedBuffer& dst, uint64_t offset, const void* src, uint64_t len) override;
+  void ReadUnmapped(const MappedBuffer& src, uint64_t offset, void* dst, uint64_t len) override;
+  void DeviceCopy(const MappedBuffer& src, uint64_t src_offset, MappedBuffer& dst,
+                  uint64_t dst_offset, uint64_t len) override;
 
   std::unique_ptr<Impl> impl_;
 };

@@ -22,8 +22,9 @@ struct Variant {
 };
 std::vector<Variant> AllVariants();
 
-/// Copies every buffer of `p` into device memory, launches csd_update on `dev`, and returns
-/// every buffer read back whole (padding included, so a stray write shows).
+/// Copies every buffer of `p` into device memory (each allocated with its UpdateBufferRole),
+/// launches csd_update on `dev`, and returns every buffer read back whole (padding included, so
+/// a stray write shows).
 UpdateBuffers RunOnDevice(Device& dev, const Problem& p);
 
 /// Compares two buffers byte for byte over their full (padded) size; "" when equal, else the
