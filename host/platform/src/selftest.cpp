@@ -100,7 +100,9 @@ std::string CheckStatusLanes(const Problem& p, const UpdateBuffers& got) {
   const uint32_t n = p.spec.n;
   const bool um = hls::UsesM(md), uv = hls::UsesV(md);
   // The host's CRC-32 (zlib's) of the first n words of a state array; 0 for unused state.
-  auto crc = [n](const AlignedBuffer& b, bool used) { return used ? Crc32(b.data(), 4ull * n) : 0u; };
+  auto crc = [n](const AlignedBuffer& b, bool used) {
+    return used ? Crc32(b.data(), 4ull * n) : 0u;
+  };
   uint32_t count = 0, first = hls::kStatusNoPosition;
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t w[3] = {got.theta.as<uint32_t>()[i], um ? got.m.as<uint32_t>()[i] : 0u,

@@ -32,9 +32,9 @@ double Since(Clock::time_point t0) {
   std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", expected, found);
   throw StoreError("store '" + s.dir() + "' is corrupt: " + s.FilePath(d, v, s.slot()) +
                    " subgroup " + std::to_string(g.index) + ": " + b +
-                   " (the kernel's CRC of the state as it read it: the file or the copy in "
-                   "device memory is damaged); nothing was committed (a step that fails again "
-                   "means the file: restore the store or re-run `csdkit init`)");
+                   " (the kernel's CRC of the state as it read it: the file, or its copy in "
+                   "device or host memory, is damaged); nothing was committed (a step that "
+                   "fails again means the file: restore the store or re-run `csdkit init`)");
 }
 
 }  // namespace
