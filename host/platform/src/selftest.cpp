@@ -108,7 +108,7 @@ std::string CheckStatusLanes(const Problem& p, const UpdateBuffers& got) {
     const uint32_t w[3] = {got.theta.as<uint32_t>()[i], um ? got.m.as<uint32_t>()[i] : 0u,
                            uv ? got.v.as<uint32_t>()[i] : 0u};
     for (uint32_t x : w) {
-      if ((x & 0x7f800000u) != 0x7f800000u) continue;
+      if ((x & hls::kExpMask) != hls::kExpMask) continue;
       if (count != 0xffffffffu) ++count;
       if (first == hls::kStatusNoPosition) first = i;
     }

@@ -26,12 +26,17 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+std::string Hex32(uint32_t x) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", x);
+  return b;
+}
+
 [[noreturn]] void CorruptState(const Store& s, unsigned d, unsigned v, const Subgroup& g,
                                uint32_t expected, uint32_t found) {
-  char b[80];
-  std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", expected, found);
   throw StoreError("store '" + s.dir() + "' is corrupt: " + s.FilePath(d, v, s.slot()) +
-                   " subgroup " + std::to_string(g.index) + ": " + b +
+                   " subgroup " + std::to_string(g.index) + ": expected CRC " + Hex32(expected) +
+                   ", found " + Hex32(found) +
                    " (the kernel's CRC of the state as it read it: the file, or its copy in "
                    "device or host memory, is damaged); nothing was committed (a step that "
                    "fails again means the file: restore the store or re-run `csdkit init`)");
@@ -93,12 +98,6 @@ std::pair<unsigned, unsigned> CrcLanes(const std::string& name) {
   if (name == "theta") return {hls::kStatusCrcThetaIn, hls::kStatusCrcThetaOut};
   if (name == "m") return {hls::kStatusCrcMIn, hls::kStatusCrcMOut};
   return {hls::kStatusCrcVIn, hls::kStatusCrcVOut};
-}
-
-std::string Hex32(uint32_t x) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%08x", x);
-  return b;
 }
 
 // "parameter P (tensor 'name' element i)" for flattened parameter index p.
