@@ -6,6 +6,8 @@
 #include <string>
 #include <nlohmann/json.hpp>
 
+#include "csdkit/platform/aligned_buffer.h"
+
 namespace csdkit::bench {
 
 struct KernelBenchOptions {
@@ -19,13 +21,19 @@ struct KernelBenchOptions {
   bool general = true;    // also time the general datapath (csd_update_general)
   bool torch = true;      // also time PyTorch's CPU AdamW (fp32 configurations)
   std::string python = "/usr/bin/python3";  // the interpreter with torch for that
+  // The page size behind every timed array (the problems' buffers and the triad's): huge pages
+  // (the runtime's own buffers) or 4 KiB pages (what a tool that allocates with malloc gets),
+  // so that the figures can be compared with another program's under the same conditions.
+  AlignedBuffer::Pages pages = AlignedBuffer::Pages::kHuge;
 };
 
 /// STREAM triad a[i] = b[i] + s * c[i] over `n` doubles per array with `threads` threads; best of
 /// `reps`, in bytes per second counted as STREAM counts them (24 bytes per element).
-double StreamTriad(uint64_t n, unsigned threads, unsigned reps);
+double StreamTriad(uint64_t n, unsigned threads, unsigned reps,
+                   AlignedBuffer::Pages pages = AlignedBuffer::Pages::kHuge);
 /// The same triad with non-temporal (streaming) stores: no read of the stored lines.
-double StreamTriadNt(uint64_t n, unsigned threads, unsigned reps);
+double StreamTriadNt(uint64_t n, unsigned threads, unsigned reps,
+                     AlignedBuffer::Pages pages = AlignedBuffer::Pages::kHuge);
 
 /// Host-model throughput per optimizer, dtype configuration and thread count, with the
 /// STREAM-triad bound measured in the same run.

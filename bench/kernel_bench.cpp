@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -81,10 +82,104 @@ nlohmann::json TorchAdamW(const std::string& python, uint64_t n, unsigned thread
                         text.substr(0, 400)}};
 }
 
+// The memory bound of one dense configuration's own access pattern: the same arrays streamed
+// the same way as the kernel streams them (theta, m and v read and written in place, the
+// gradient read, the copy written with streaming stores where the kernel streams it, every line
+// read prefetched in software 512 elements ahead as the kernel does), with no arithmetic beyond
+// what keeps every load live. The state is stored back unchanged and the copy
+// is overwritten by every update anyway, so the problem's data is left as it was. What the
+// update reaches against this is the share of the memory system it uses; what it cannot reach
+// is no work of the arithmetic's.
+__attribute__((target("avx2,f16c"))) void PatternPass(UpdateBuffers& b, uint32_t n, bool m_used,
+                                                      bool v_used, DType grad, DType out) {
+  uint32_t* const th = b.theta.as<uint32_t>();
+  uint32_t* const mm = b.m.as<uint32_t>();
+  uint32_t* const vv = b.v.as<uint32_t>();
+  const uint8_t* const g = b.grad.data();
+  uint16_t* const o = b.out16.as<uint16_t>();
+  const bool stream = n >= hls::host::kStreamCopyMin;
+  uint32_t i = 0;
+  const size_t gbytes = grad == DType::kFp32 ? 4 : 2;
+  const auto prefetch = [](const void* base, size_t off) {
+    _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) + off),
+                 _MM_HINT_T0);
+  };
+  for (; i + 8 <= n; i += 8) {
+    if (i % 16 == 0) {  // one 64-byte line of each binary32 stream per 16 elements
+      const size_t at = size_t{i} + 512;
+      prefetch(th, at * 4);
+      if (m_used) prefetch(mm, at * 4);
+      if (v_used) prefetch(vv, at * 4);
+      if (gbytes == 4 || i % 32 == 0) prefetch(g, at * gbytes);
+    }
+    __m256 gv;
+    if (grad == DType::kFp32) {
+      gv = _mm256_loadu_ps(reinterpret_cast<const float*>(g) + i);
+    } else {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 2 * size_t{i}));
+      gv = grad == DType::kFp16 ? _mm256_cvtph_ps(h)
+                                : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    // Each value stored back goes through an empty asm: the compiler would otherwise see a store
+    // of what was just loaded and drop both, and the pass would move no state at all.
+    __m256 t = _mm256_loadu_ps(reinterpret_cast<const float*>(th + i));
+    asm("" : "+x"(t));
+    _mm256_storeu_ps(reinterpret_cast<float*>(th + i), t);
+    if (m_used) {
+      __m256i* const p = reinterpret_cast<__m256i*>(mm + i);
+      __m256i x = _mm256_loadu_si256(p);
+      asm("" : "+x"(x));
+      _mm256_storeu_si256(p, x);
+    }
+    if (v_used) {
+      __m256i* const p = reinterpret_cast<__m256i*>(vv + i);
+      __m256i x = _mm256_loadu_si256(p);
+      asm("" : "+x"(x));
+      _mm256_storeu_si256(p, x);
+    }
+    const __m256 x = _mm256_add_ps(t, gv);
+    if (out == DType::kFp32) {
+      asm volatile("" : : "x"(x));  // the gradient's load stays live with no copy to write
+      continue;
+    }
+    __m128i h;
+    if (out == DType::kFp16) {
+      h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT);
+    } else {
+      const __m256i hi = _mm256_srli_epi32(_mm256_castps_si256(x), 16);
+      h = _mm_packus_epi32(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
+    }
+    __m128i* const q = reinterpret_cast<__m128i*>(o + i);
+    if (stream) {
+      _mm_stream_si128(q, h);
+    } else {
+      _mm_storeu_si128(q, h);
+    }
+  }
+  for (; i < n; ++i) {  // a length that is no multiple of 8: the last few, element by element
+    volatile uint32_t* const t = th + i;
+    *t = *t;
+    if (m_used) *(static_cast<volatile uint32_t*>(mm + i)) = mm[i];
+    if (v_used) *(static_cast<volatile uint32_t*>(vv + i)) = vv[i];
+    if (out != DType::kFp32) o[i] = static_cast<uint16_t>(th[i] >> 16);
+  }
+  if (stream) _mm_sfence();
+}
+
+// The problem's buffers moved to memory of the given page kind (same bytes).
+void Repage(UpdateBuffers& b, AlignedBuffer::Pages pages) {
+  b.ForEachBuffer([pages](const hls::ArgInfo&, AlignedBuffer& a) {
+    if (a.size() == 0) return;
+    AlignedBuffer c(a.size(), pages);
+    std::memcpy(c.data(), a.data(), a.size());
+    a = std::move(c);
+  });
+}
+
 }  // namespace
 
-double StreamTriad(uint64_t n, unsigned threads, unsigned reps) {
-  AlignedBuffer a(n * 8), b(n * 8), c(n * 8);
+double StreamTriad(uint64_t n, unsigned threads, unsigned reps, AlignedBuffer::Pages pages) {
+  AlignedBuffer a(n * 8, pages), b(n * 8, pages), c(n * 8, pages);
   double* pa = a.as<double>();
   double* pb = b.as<double>();
   double* pc = c.as<double>();
@@ -110,8 +205,8 @@ double StreamTriad(uint64_t n, unsigned threads, unsigned reps) {
   return 24.0 * static_cast<double>(n) / best;
 }
 
-double StreamTriadNt(uint64_t n, unsigned threads, unsigned reps) {
-  AlignedBuffer a(n * 8), b(n * 8), c(n * 8);
+double StreamTriadNt(uint64_t n, unsigned threads, unsigned reps, AlignedBuffer::Pages pages) {
+  AlignedBuffer a(n * 8, pages), b(n * 8, pages), c(n * 8, pages);
   double* pa = a.as<double>();
   const double* pb = b.as<double>();
   const double* pc = c.as<double>();
@@ -149,6 +244,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
   out["n"] = o.n;
   out["reps"] = o.reps;
   out["hardware_threads"] = std::thread::hardware_concurrency();
+  out["pages"] = o.pages == AlignedBuffer::Pages::kHuge ? "thp" : "4k";
 
   // The bound: STREAM triad with each array at least 4x the last-level cache (STREAM's own
   // rule; this machine reports a large shared L3), capped at 1/8 of physical memory per array.
@@ -166,8 +262,8 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
   // 32 bytes move per 24 counted) and with non-temporal stores (24 bytes move).
   json triad_nt = json::object();
   for (unsigned t = o.min_threads; t <= o.max_threads; ++t) {
-    const double plain = StreamTriad(triad_n, t, o.reps + 2);
-    const double nt = StreamTriadNt(triad_n, t, o.reps + 2);
+    const double plain = StreamTriad(triad_n, t, o.reps + 2, o.pages);
+    const double nt = StreamTriadNt(triad_n, t, o.reps + 2, o.pages);
     triad[std::to_string(t)] = plain / 1e9;
     triad_nt[std::to_string(t)] = nt / 1e9;
     triad_bw[t] = std::max(plain, nt);
@@ -207,6 +303,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
         spec.topk = cfg.topk;
         spec.seed = 1000 + i;
         ps.push_back(std::make_unique<Problem>(Problem::Generate(spec)));
+        if (o.pages != AlignedBuffer::Pages::kHuge) Repage(ps.back()->buf, o.pages);
       }
       // The datapaths side by side, interleaved rep by rep so that the machine's noise falls on
       // each alike: the specialised one on each instruction set, and the general one (the
@@ -225,12 +322,25 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
       paths.push_back({"specialised_avx2", HostDatapath::kSpecialised, hls::host::Isa::kAvx2});
       if (o.general) paths.push_back({"general", HostDatapath::kGeneral, hls::host::Isa::kAvx2});
       for (auto& p : ps) p->buf.SetScalars(p->spec.n, p->nnz, p->launch);
+      // The configuration's pattern bound (PatternPass), dense configurations only, timed in the
+      // same rounds.
+      hls::Mode md{};
+      hls::DecodeMode(ps[0]->launch.mode, &md);
+      const bool bound = !md.sparse;
+      double bound_best = 1e30;
       for (unsigned r = 0; r < o.reps; ++r) {
         for (Path& path : paths) {
           hls::host::SetIsa(path.isa);
           const auto t0 = Clock::now();
           Parallel(t, [&](unsigned i) { InvokeUpdate(WordsOf(ps[i]->buf), path.dp); });
           path.best = std::min(path.best, std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+        if (bound) {
+          const auto t0 = Clock::now();
+          Parallel(t, [&](unsigned i) {
+            PatternPass(ps[i]->buf, ps[i]->spec.n, hls::UsesM(md), hls::UsesV(md), md.grad, md.out);
+          });
+          bound_best = std::min(bound_best, std::chrono::duration<double>(Clock::now() - t0).count());
         }
       }
       hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512 : hls::host::Isa::kAvx2);
@@ -263,6 +373,12 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
                           {"elements_per_second", static_cast<double>(elems) / path.best},
                           {"relative_to_headline", best / path.best}};
       }
+      if (bound) {
+        r["pattern_bound"] = {{"seconds", bound_best},
+                              {"elements_per_second", static_cast<double>(elems) / bound_best},
+                              {"bandwidth_gbs", static_cast<double>(elems) * bpe / bound_best / 1e9}};
+        r["fraction_of_pattern_bound"] = bound_best / best;
+      }
       r["datapath"] = paths[0].name;
       r["datapaths"] = dps;
       if (o.torch && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp32 &&
@@ -292,17 +408,19 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
                         static_cast<double>(elems) / paths[i].best / 1e6);
           others += b;
         }
+        char pb[64] = "";
+        if (bound) std::snprintf(pb, sizeof pb, ", %.1f%% of its pattern bound", 100.0 * bound_best / best);
         std::fprintf(stderr, "  %-8s %s/%s topk=%g threads=%u: %.1f M el/s (%s), %.1f%% of "
-                     "triad%s\n", OptimizerName(cfg.opt), DTypeName(cfg.grad),
+                     "triad%s%s\n", OptimizerName(cfg.opt), DTypeName(cfg.grad),
                      OutDTypeName(cfg.out), cfg.topk, t, eps / 1e6, paths[0].name.c_str(),
-                     100.0 * bw / triad_bw[t], others.c_str());
+                     100.0 * bw / triad_bw[t], pb, others.c_str());
       }
       if (cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp16 && cfg.out == DType::kFp16 &&
           cfg.topk == 0.0 && t == o.max_threads) {
         target = {{"config", "adamw grad=fp16 out=fp16 dense, " + std::to_string(t) + " threads"},
                   {"fraction_of_triad", bw / triad_bw[t]},
-                  {"goal", 0.5},
-                  {"met", bw / triad_bw[t] >= 0.5}};
+                  {"goal", 0.8},
+                  {"met", bw / triad_bw[t] >= 0.8}};
       }
       results.push_back(r);
     }

@@ -14,6 +14,7 @@ set(csdkit_cli_cases
   "threads_huge|step~--dir~${csdkit_cli_dir}/none~--mode~baseline~--threads~200000|--threads: expected a whole number in \\[1, 1024\\], found 200000"
   "topk_nan|step~--dir~${csdkit_cli_dir}/none~--topk~nan|--topk: expected a finite"
   "reps_zero|bench~step~--reps~0|--reps: expected a whole number in \\[1, 1000\\], found 0"
+  "bench_pages|bench~kernel~--pages~2m|--pages: 2m not in \\{thp,4k\\}"
   "trace_dir|kernel~--backend~rtl~--n~64~--trace~${csdkit_cli_dir}/none/x.fst|--trace '.*': expected a file in an existing directory"
   "trace_backend|kernel~--n~64~--trace~x.fst|--trace: expected --backend rtl"
   "replay_problem_option|kernel~--replay~${csdkit_cli_dir}/none~--n~64|--replay: expected only --json and device options with it .*, found --n"
@@ -56,6 +57,13 @@ add_test(NAME cli_store_256_devices COMMAND sh -c
 set_tests_properties(cli_store_256_devices PROPERTIES LABELS quick
   PASS_REGULAR_EXPRESSION "committed step 1.*expected room for 1536 open files .* raise it with `ulimit -n [0-9]+`"
   FAIL_REGULAR_EXPRESSION "committed step 2")
+# bench kernel on 4 KiB pages reports the page kind and, for a dense configuration, the memory
+# bound of its own access pattern measured beside it (a smoke run: tiny n, one thread).
+add_test(NAME cli_bench_kernel_pages COMMAND csdkit bench kernel --quick --n 65536 --threads 1
+         --reps 1 --no-general --no-torch --pages 4k --json)
+set_tests_properties(cli_bench_kernel_pages PROPERTIES LABELS quick
+  PASS_REGULAR_EXPRESSION "\"pages\": \"4k\".*\"fraction_of_pattern_bound\": [0-9.e+-]+,.*\"pattern_bound\": {\n *\"bandwidth_gbs\"")
+
 add_test(NAME cli_json_non_utf8_path COMMAND sh -c
   "d=\"${csdkit_cli_dir}/$(printf 'bytes\\377')\" && rm -rf \"$d\" && mkdir -p \"$d\" && \
    '$<TARGET_FILE:csdkit>' init --dir \"$d/s\" --params 200000 --devices 2 --json > /dev/null && \

@@ -64,6 +64,13 @@ struct Span {
   SpanIntegrity* integrity = nullptr;
 };
 
+/// Passes (Span::stream_len, else len) of at least this many elements write the low-precision
+/// copy with streaming stores: the copy is only written, so ordinary stores would first read
+/// every line of it from memory (2 more bytes per element), and on passes this large it would
+/// not stay cached for its reader anyway. (The state is read before it is written, so its lines
+/// are already cached: streaming its stores measured far slower.)
+constexpr uint32_t kStreamCopyMin = 1u << 20;
+
 /// Elements per chunk when the integrity lanes are computed around the loops rather than in
 /// them: each chunk's state (up to 3 x 32 KiB) is checksummed, updated and checksummed again
 /// while it is in cache.

@@ -40,8 +40,15 @@ void AddBenchCommand(CLI::App& app) {
   k->add_option("--python", o->python, "Python interpreter with torch for the AdamW comparison")
       ->check(CLI::ExistingFile)
       ->capture_default_str();
+  auto pages = std::make_shared<std::string>("thp");
+  k->add_option("--pages", *pages,
+                "page size behind the timed arrays: thp (transparent huge pages, as the runtime "
+                "allocates) or 4k (as malloc gives; to compare with another program's figures)")
+      ->check(CLI::IsMember({"thp", "4k"}))
+      ->capture_default_str();
   k->add_flag("--json", *json, "print JSON only (default: JSON plus progress on a terminal)");
-  k->callback([o, json]() {
+  k->callback([o, json, pages]() {
+    o->pages = *pages == "4k" ? AlignedBuffer::Pages::kSmall : AlignedBuffer::Pages::kHuge;
     if (o->min_threads > o->max_threads) {
       throw CLI::ValidationError("--min-threads", "expected at most --threads (" +
                                  std::to_string(o->max_threads) + "), found " +

@@ -16,13 +16,19 @@ namespace {
 constexpr std::size_t kHugePage = 2u << 20;
 }  // namespace
 
-AlignedBuffer::AlignedBuffer(std::size_t bytes) {
+AlignedBuffer::AlignedBuffer(std::size_t bytes, Pages pages) {
   size_ = bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;
-  const bool huge = size_ >= kHugePage;
+  const bool huge = pages == Pages::kHuge && size_ >= kHugePage;
   if (huge) size_ = (size_ + kHugePage - 1) / kHugePage * kHugePage;
   data_ = static_cast<uint8_t*>(std::aligned_alloc(huge ? kHugePage : kAlign, size_));
   if (data_ == nullptr) throw std::bad_alloc();
-  if (huge) (void)::madvise(data_, size_, MADV_HUGEPAGE);  // advisory; ignore if unsupported
+  // Advisory either way (ignored where unsupported); kSmall matters where the system's policy
+  // is to back every large mapping with huge pages.
+  if (huge) {
+    (void)::madvise(data_, size_, MADV_HUGEPAGE);
+  } else if (pages == Pages::kSmall && size_ >= kHugePage) {
+    (void)::madvise(data_, size_, MADV_NOHUGEPAGE);
+  }
   std::memset(data_, 0, size_);
 }
 

@@ -15,9 +15,16 @@ class AlignedBuffer {
  public:
   static constexpr std::size_t kAlign = 4096;
 
+  /// The page size behind a buffer of at least one huge page (2 MiB).
+  enum class Pages {
+    kHuge,   // 2 MiB aligned and advised for transparent huge pages (the default)
+    kSmall,  // advised against them: 4 KiB pages, as most allocators give
+  };
+
   AlignedBuffer() = default;
   /// Allocates at least `bytes` (rounded up to kAlign; at least one page), zero-filled.
-  explicit AlignedBuffer(std::size_t bytes);
+  explicit AlignedBuffer(std::size_t bytes) : AlignedBuffer(bytes, Pages::kHuge) {}
+  AlignedBuffer(std::size_t bytes, Pages pages);
   ~AlignedBuffer();
   AlignedBuffer(AlignedBuffer&& o) noexcept;
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
