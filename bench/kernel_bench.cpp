@@ -86,10 +86,9 @@ nlohmann::json TorchAdamW(const std::string& python, uint64_t n, unsigned thread
 // the same way as the kernel streams them (theta, m and v read and written in place, the
 // gradient read, the copy written with streaming stores where the kernel streams it, every line
 // read prefetched in software 512 elements ahead as the kernel does), with no arithmetic beyond
-// what keeps every load live. The state is stored back unchanged and the copy
-// is overwritten by every update anyway, so the problem's data is left as it was. What the
-// update reaches against this is the share of the memory system it uses; what it cannot reach
-// is no work of the arithmetic's.
+// what keeps every load live. The state is stored back unchanged and the copy is overwritten by
+// every update anyway, so the problem's data is left as it was. The update's rate against this
+// is the share of the memory system's rate for these bytes that its arithmetic leaves it.
 __attribute__((target("avx2,f16c"))) void PatternPass(UpdateBuffers& b, uint32_t n, bool m_used,
                                                       bool v_used, DType grad, DType out) {
   uint32_t* const th = b.theta.as<uint32_t>();
@@ -117,8 +116,9 @@ __attribute__((target("avx2,f16c"))) void PatternPass(UpdateBuffers& b, uint32_t
       gv = _mm256_loadu_ps(reinterpret_cast<const float*>(g) + i);
     } else {
       const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 2 * size_t{i}));
-      gv = grad == DType::kFp16 ? _mm256_cvtph_ps(h)
-                                : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+      gv = grad == DType::kFp16
+               ? _mm256_cvtph_ps(h)
+               : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     }
     // Each value stored back goes through an empty asm: the compiler would otherwise see a store
     // of what was just loaded and drop both, and the pass would move no state at all.
@@ -340,7 +340,8 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           Parallel(t, [&](unsigned i) {
             PatternPass(ps[i]->buf, ps[i]->spec.n, hls::UsesM(md), hls::UsesV(md), md.grad, md.out);
           });
-          bound_best = std::min(bound_best, std::chrono::duration<double>(Clock::now() - t0).count());
+          bound_best =
+              std::min(bound_best, std::chrono::duration<double>(Clock::now() - t0).count());
         }
       }
       hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512 : hls::host::Isa::kAvx2);
@@ -376,7 +377,8 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
       if (bound) {
         r["pattern_bound"] = {{"seconds", bound_best},
                               {"elements_per_second", static_cast<double>(elems) / bound_best},
-                              {"bandwidth_gbs", static_cast<double>(elems) * bpe / bound_best / 1e9}};
+                              {"bandwidth_gbs",
+                               static_cast<double>(elems) * bpe / bound_best / 1e9}};
         r["fraction_of_pattern_bound"] = bound_best / best;
       }
       r["datapath"] = paths[0].name;
@@ -409,7 +411,9 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           others += b;
         }
         char pb[64] = "";
-        if (bound) std::snprintf(pb, sizeof pb, ", %.1f%% of its pattern bound", 100.0 * bound_best / best);
+        if (bound) {
+          std::snprintf(pb, sizeof pb, ", %.1f%% of its pattern bound", 100.0 * bound_best / best);
+        }
         std::fprintf(stderr, "  %-8s %s/%s topk=%g threads=%u: %.1f M el/s (%s), %.1f%% of "
                      "triad%s%s\n", OptimizerName(cfg.opt), DTypeName(cfg.grad),
                      OutDTypeName(cfg.out), cfg.topk, t, eps / 1e6, paths[0].name.c_str(),
