@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -290,6 +291,43 @@ TEST(NullDevice, ReservedRangesHoldNoBytes) {
   AlignedBuffer moved = std::move(r);
   EXPECT_TRUE(moved.reserved());
   EXPECT_FALSE(r.reserved());
+}
+
+// The THPeligible flag /proc/self/smaps reports for the mapping that holds p ("" when no
+// mapping does or the kernel reports no such flag).
+std::string ThpEligible(const void* p) {
+  std::ifstream f("/proc/self/smaps");
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  bool in = false;
+  for (std::string line; std::getline(f, line);) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {
+      in = lo <= a && a < hi;
+    } else if (in && line.rfind("THPeligible:", 0) == 0) {
+      return line.substr(line.find_first_not_of(' ', 12));
+    }
+  }
+  return "";
+}
+
+// Buffers of a huge page or more are advised for transparent huge pages unless asked for 4 KiB
+// pages (bench kernel --pages 4k), which are advised against them: the kernel's view of each
+// mapping says so.
+TEST(AlignedBufferPages, TheAdviceFollowsThePageKind) {
+  std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(mode_file, mode);
+  if (mode.empty() || mode.find("[never]") != std::string::npos) {
+    GTEST_SKIP() << "transparent huge pages are off on this machine ('" << mode << "')";
+  }
+  AlignedBuffer huge(8u << 20);
+  AlignedBuffer small(8u << 20, AlignedBuffer::Pages::kSmall);
+  if (ThpEligible(huge.data()).empty()) GTEST_SKIP() << "/proc/self/smaps has no THPeligible";
+  EXPECT_EQ(ThpEligible(huge.data()), "1");
+  EXPECT_EQ(ThpEligible(small.data()), "0");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(huge.data()) % (2u << 20), 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data()) % AlignedBuffer::kAlign, 0u);
+  EXPECT_EQ(small.size(), size_t{8} << 20);
 }
 
 // The null device checks what a device checks: capacity, ownership, ranges, O_DIRECT alignment
