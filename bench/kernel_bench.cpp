@@ -284,6 +284,9 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
       configs.push_back({op, DType::kBf16, DType::kBf16, 0.0});
     }
     if (o.optimizer.empty() || ParseOptimizer(o.optimizer) == Optimizer::kAdamW) {
+      // fp32 gradients with an fp16 copy (30 bytes per element): the same bytes as a CPU Adam
+      // that keeps fp32 parameters and writes a half-precision copy for the GPU.
+      configs.push_back({Optimizer::kAdamW, DType::kFp32, DType::kFp16, 0.0});
       configs.push_back({Optimizer::kAdamW, DType::kFp16, DType::kFp16, 0.01});
     }
   }
