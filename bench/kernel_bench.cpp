@@ -91,8 +91,9 @@ nlohmann::json TorchAdamW(const std::string& python, uint64_t n, unsigned thread
 //
 // How fast a loop moves those bytes depends on its shape as well as on the memory, and not the
 // same way on every processor: on one AVX-512 Xeon the interleaved shape below (each stream
-// stored right after it is loaded) ran at half the speed of the blocked one on huge pages, on
-// another it was the faster of the two on 4 KiB pages. So the bound is the fastest of three
+// stored right after it is loaded) ran at half the speed of the blocked one on huge pages and
+// was the faster of the two on 4 KiB pages; on another the two were within 5% either way. So
+// the bound is the fastest of three
 // shapes, each timed in every round: interleaved with 256-bit vectors, blocked (a block's loads,
 // then its stores) with 256-bit vectors, and blocked with 512-bit vectors where the processor
 // has AVX-512. It is measured, not derived: an update that finds a faster way shows a fraction
