@@ -276,9 +276,9 @@ inline uint32_t CrcOfAcc(VU acc) {
 // Software prefetch, kPrefetchAhead elements ahead of the block being computed (2 KiB of each
 // binary32 stream), of every line a block reads: theta, m, v and the gradient. The hardware
 // prefetchers alone leave each stream short of lines when 4 to 7 streams run at once, above all
-// at 4 KiB page boundaries, which they do not cross; measured on an AVX-512 Xeon, n = 2^26, one
-// thread, AdamW with the integrity lanes: +10-13% with huge pages, +15% with 4 KiB pages; 256
-// and 1024 elements ahead measured slower than 512, and spans that fit in cache are unaffected.
+// at 4 KiB page boundaries, which they do not cross (docs/host-model.md has the figures: up to
+// +16% at n = 2^26 on an AVX-512 Xeon); 256 and 1024 elements ahead measured slower than 512,
+// and spans that fit in cache are unaffected.
 // The addresses are formed as integers (a prefetch past an array's end is allowed and harmless;
 // a pointer past it would not be).
 constexpr uint32_t kPrefetchAhead = 512;
