@@ -93,11 +93,10 @@ nlohmann::json TorchAdamW(const std::string& python, uint64_t n, unsigned thread
 // same way on every processor: on one AVX-512 Xeon the interleaved shape below (each stream
 // stored right after it is loaded) ran at half the speed of the blocked one on huge pages and
 // was the faster of the two on 4 KiB pages; on another the two were within 5% either way. So
-// the bound is the fastest of three
-// shapes, each timed in every round: interleaved with 256-bit vectors, blocked (a block's loads,
-// then its stores) with 256-bit vectors, and blocked with 512-bit vectors where the processor
-// has AVX-512. It is measured, not derived: an update that finds a faster way shows a fraction
-// above 1.
+// the bound is the fastest of three shapes, each timed in every round: interleaved with 256-bit
+// vectors, blocked (a block's loads, then its stores) with 256-bit vectors, and blocked with
+// 512-bit vectors where the processor has AVX-512. It is measured, not derived: an update that
+// finds a faster way shows a fraction above 1.
 struct PatternArgs {
   uint32_t* th;
   uint32_t* mm;  // null when the optimizer keeps no m
