@@ -120,6 +120,19 @@ inline void PrefetchAt(const void* base, size_t off) {
                _MM_HINT_T0);
 }
 
+// Every line of elements [i, i + elems) of each stream read, 512 elements ahead as the kernel
+// prefetches.
+inline void PrefetchAhead(const PatternArgs& a, uint32_t i, uint32_t elems) {
+  const size_t gbytes = a.grad == DType::kFp32 ? 4 : 2;
+  const size_t at = size_t{i} + 512;
+  for (size_t l = 0; l < size_t{elems} * 4; l += 64) {
+    PrefetchAt(a.th, at * 4 + l);
+    if (a.mm != nullptr) PrefetchAt(a.mm, at * 4 + l);
+    if (a.vv != nullptr) PrefetchAt(a.vv, at * 4 + l);
+    if (l < elems * gbytes) PrefetchAt(a.g, at * gbytes + l);
+  }
+}
+
 // The last n % block elements, one by one.
 void PatternTail(const PatternArgs& a, uint32_t i) {
   for (; i < a.n; ++i) {
@@ -166,16 +179,9 @@ __attribute__((target("avx2,f16c"))) inline void Copy8(const PatternArgs& a, uin
 // stored back goes through an empty asm: the compiler would otherwise see a store of what was
 // just loaded and drop both, and the pass would move no state at all.
 __attribute__((target("avx2,f16c"))) void PatternInterleaved(const PatternArgs& a) {
-  const size_t gbytes = a.grad == DType::kFp32 ? 4 : 2;
   uint32_t i = 0;
   for (; i + 8 <= a.n; i += 8) {
-    if (i % 16 == 0) {  // one 64-byte line of each binary32 stream per 16 elements
-      const size_t at = size_t{i} + 512;
-      PrefetchAt(a.th, at * 4);
-      if (a.mm != nullptr) PrefetchAt(a.mm, at * 4);
-      if (a.vv != nullptr) PrefetchAt(a.vv, at * 4);
-      if (gbytes == 4 || i % 32 == 0) PrefetchAt(a.g, at * gbytes);
-    }
+    if (i % 16 == 0) PrefetchAhead(a, i, 16);  // one line of each binary32 stream
     const __m256 gv = Grad8(a, i);
     __m256 t = _mm256_loadu_ps(reinterpret_cast<const float*>(a.th + i));
     asm("" : "+x"(t));
@@ -199,16 +205,9 @@ __attribute__((target("avx2,f16c"))) void PatternInterleaved(const PatternArgs& 
 
 // Blocked, 256-bit: 32 elements per block, all of a block's loads, then all of its stores.
 __attribute__((target("avx2,f16c"))) void PatternBlocked256(const PatternArgs& a) {
-  const size_t gbytes = a.grad == DType::kFp32 ? 4 : 2;
   uint32_t i = 0;
   for (; i + 32 <= a.n; i += 32) {
-    const size_t at = size_t{i} + 512;
-    for (size_t l = 0; l < 128; l += 64) {
-      PrefetchAt(a.th, at * 4 + l);
-      if (a.mm != nullptr) PrefetchAt(a.mm, at * 4 + l);
-      if (a.vv != nullptr) PrefetchAt(a.vv, at * 4 + l);
-      if (gbytes == 4 || l == 0) PrefetchAt(a.g, at * gbytes + l);
-    }
+    PrefetchAhead(a, i, 32);
     __m256 gv[4], t[4];
     __m256i x[4] = {}, y[4] = {};
     for (uint32_t u = 0; u < 4; ++u) {
@@ -234,16 +233,9 @@ __attribute__((target("avx2,f16c"))) void PatternBlocked256(const PatternArgs& a
 // uninitialised.)
 constexpr __mmask16 kAll16 = 0xffff;
 __attribute__((target("avx512f,avx512bw"))) void PatternBlocked512(const PatternArgs& a) {
-  const size_t gbytes = a.grad == DType::kFp32 ? 4 : 2;
   uint32_t i = 0;
   for (; i + 64 <= a.n; i += 64) {
-    const size_t at = size_t{i} + 512;
-    for (size_t l = 0; l < 256; l += 64) {
-      PrefetchAt(a.th, at * 4 + l);
-      if (a.mm != nullptr) PrefetchAt(a.mm, at * 4 + l);
-      if (a.vv != nullptr) PrefetchAt(a.vv, at * 4 + l);
-      if (gbytes == 4 || l < 128) PrefetchAt(a.g, at * gbytes + l);
-    }
+    PrefetchAhead(a, i, 64);
     __m512 gv[4], t[4];
     __m512i x[4] = {}, y[4] = {};
     for (uint32_t u = 0; u < 4; ++u) {
