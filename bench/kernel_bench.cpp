@@ -115,21 +115,23 @@ PatternArgs MakePatternArgs(UpdateBuffers& b, uint32_t n, bool m_used, bool v_us
           grad, out, n >= hls::host::kStreamCopyMin};
 }
 
-inline void PrefetchAt(const void* base, size_t off) {
+__attribute__((always_inline)) inline void PrefetchAt(const void* base, size_t off) {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) + off),
                _MM_HINT_T0);
 }
 
 // Every line of elements [i, i + elems) of each stream read, 512 elements ahead as the kernel
-// prefetches.
-inline void PrefetchAhead(const PatternArgs& a, uint32_t i, uint32_t elems) {
+// prefetches (inlined and unrolled into each shape's loop: as a call, or with a run-time
+// count, it measurably slowed the blocked shapes).
+template <uint32_t kElems>
+__attribute__((always_inline)) inline void PrefetchAhead(const PatternArgs& a, uint32_t i) {
   const size_t gbytes = a.grad == DType::kFp32 ? 4 : 2;
   const size_t at = size_t{i} + 512;
-  for (size_t l = 0; l < size_t{elems} * 4; l += 64) {
+  _Pragma("GCC unroll 8") for (size_t l = 0; l < size_t{kElems} * 4; l += 64) {
     PrefetchAt(a.th, at * 4 + l);
     if (a.mm != nullptr) PrefetchAt(a.mm, at * 4 + l);
     if (a.vv != nullptr) PrefetchAt(a.vv, at * 4 + l);
-    if (l < elems * gbytes) PrefetchAt(a.g, at * gbytes + l);
+    if (l < kElems * gbytes) PrefetchAt(a.g, at * gbytes + l);
   }
 }
 
@@ -181,7 +183,7 @@ __attribute__((target("avx2,f16c"))) inline void Copy8(const PatternArgs& a, uin
 __attribute__((target("avx2,f16c"))) void PatternInterleaved(const PatternArgs& a) {
   uint32_t i = 0;
   for (; i + 8 <= a.n; i += 8) {
-    if (i % 16 == 0) PrefetchAhead(a, i, 16);  // one line of each binary32 stream
+    if (i % 16 == 0) PrefetchAhead<16>(a, i);  // one line of each binary32 stream
     const __m256 gv = Grad8(a, i);
     __m256 t = _mm256_loadu_ps(reinterpret_cast<const float*>(a.th + i));
     asm("" : "+x"(t));
@@ -207,7 +209,7 @@ __attribute__((target("avx2,f16c"))) void PatternInterleaved(const PatternArgs& 
 __attribute__((target("avx2,f16c"))) void PatternBlocked256(const PatternArgs& a) {
   uint32_t i = 0;
   for (; i + 32 <= a.n; i += 32) {
-    PrefetchAhead(a, i, 32);
+    PrefetchAhead<32>(a, i);
     __m256 gv[4], t[4];
     __m256i x[4] = {}, y[4] = {};
     for (uint32_t u = 0; u < 4; ++u) {
@@ -235,7 +237,7 @@ constexpr __mmask16 kAll16 = 0xffff;
 __attribute__((target("avx512f,avx512bw"))) void PatternBlocked512(const PatternArgs& a) {
   uint32_t i = 0;
   for (; i + 64 <= a.n; i += 64) {
-    PrefetchAhead(a, i, 64);
+    PrefetchAhead<64>(a, i);
     __m512 gv[4], t[4];
     __m512i x[4] = {}, y[4] = {};
     for (uint32_t u = 0; u < 4; ++u) {
