@@ -22,9 +22,12 @@ struct P2pBenchOptions {
   std::vector<uint64_t> block_sizes = {128u << 10, 1u << 20, 4u << 20};
   std::vector<uint32_t> queue_depths = {4, 16, 64};
   unsigned reps = 2;
-  bool keep = false;
 };
 
+/// Runs the sweep in a new file of a unique name in `dir` (created exclusively; `dir` and its
+/// missing parents are created if absent). Every option is checked, and the free space of `dir`
+/// against `bytes`, before anything is created; the file and the directories it made are removed
+/// when it returns or fails. Throws std::invalid_argument naming the option on bad input.
 nlohmann::json P2pBench(const P2pBenchOptions& o);
 
 }  // namespace csdkit::bench

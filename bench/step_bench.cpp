@@ -2,26 +2,20 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <vector>
 
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/store.h"
+#include "csdkit/runtime/work_dir.h"
 #include "csdkit/system/device_set.h"
 
 namespace csdkit::bench {
 
 nlohmann::json StepBench(const StepBenchOptions& o) {
-  namespace fs = std::filesystem;
-  // The work directory must be absent or empty: the benchmark removes afterwards only what it
-  // created (its store, and the directory if it made it).
-  std::error_code ec;
-  if (fs::exists(o.dir) && !fs::is_empty(o.dir, ec)) {
-    throw std::invalid_argument("--dir: expected an absent or empty directory, found '" + o.dir +
-                                "' with files in it; choose another --dir");
-  }
-  const bool made_dir = fs::create_directories(o.dir);
+  // The work directory must be absent or empty: the benchmark removes afterwards (and on any
+  // failure) only what it created — its store, and the directories it made.
+  WorkDir work = WorkDir::Prepare("--dir", o.dir);
   StoreConfig c;
   c.params = o.params;
   c.devices = o.devices;
@@ -29,6 +23,7 @@ nlohmann::json StepBench(const StepBenchOptions& o) {
   c.grad = DType::kFp16;
   c.out = DType::kFp16;
   c.subgroup_elems = o.subgroup;
+  work.Own(o.dir + "/store");  // Create removes what it made if it fails; a step failure too
   Store store = Store::Create(o.dir + "/store", c);
 
   DeviceSpec spec = o.device_spec;
@@ -82,11 +77,8 @@ nlohmann::json StepBench(const StepBenchOptions& o) {
                    {"compute_seconds", base_rep.compute_seconds},
                    {"virtual_seconds", base_rep.virtual_seconds},
                    {"bytes", base_rep.bytes.ToJson()}};
-  if (!o.keep) {
-    fs::remove_all(o.dir + "/store");
-    if (made_dir) fs::remove(o.dir);
-  }
-  return j;
+  if (o.keep) work.Keep();
+  return j;  // `work`, declared before the store, removes it after it is closed
 }
 
 }  // namespace csdkit::bench

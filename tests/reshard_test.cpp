@@ -9,6 +9,7 @@
 // count too large, a writer at work on a source store, a corrupt source shard found mid-way)
 // leave nothing behind, and the command exits with status 2 naming what it refused.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include "csdkit/runtime/reshard.h"
 #include "csdkit/runtime/state_io.h"
 #include "csdkit/runtime/store.h"
+#include "cli_process.h"
 #include "test_dir.h"
 
 namespace csdkit {
@@ -367,7 +369,8 @@ TEST(Reshard, RefusalsWriteNothing) {
   // A writer at work on a source store.
   {
     const Store w = Store::Open(src + "/rank-1");
-    ExpectRefused<StoreError>([&] { ReshardSet(src, d + "/d0", 3); }, "found it in use by pid");
+    ExpectRefused<StoreError>([&] { ReshardSet(src, d + "/d0", 3); },
+                              "found it in use by a writer (pid");
   }
   EXPECT_FALSE(fs::exists(d + "/d0"));
   EXPECT_EQ(Tree(src), before);
@@ -511,6 +514,117 @@ TEST(ReshardCli, RefusalsExitTwoAndWriteNothing) {
   }
   EXPECT_EQ(Tree(d + "/full").size(), 1u);
   EXPECT_EQ(Tree(src), before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Concurrent use and hostile sources (issue 25): a destination belongs to one command from its
+// creation; a command removes only what it made; a record that is not a regular file is refused
+// before it is opened. The concurrent cases stop one command at a named point
+// (CSDKIT_TEST_PAUSE) while the other runs to its end: no race is won by luck.
+
+// A reshard stopped once it has claimed the destination: a second reshard into it is refused
+// (the destination is locked) and writes nothing; the first, let go on, completes.
+TEST(ReshardConcurrent, ASecondCommandIntoAClaimedDestinationIsRefused) {
+  const std::string d = TestDir("race_claimed");
+  MakeSet(d + "/src", 2);
+  const std::vector<std::string> args = {"reshard", "--from", d + "/src", "--to", d + "/dst",
+                                         "--world", "3"};
+  testing::CliProcess first(args, d + "/first.log", "reshard-claimed");
+  ASSERT_TRUE(first.WaitStopped()) << "the first reshard did not stop at 'reshard-claimed': "
+                                   << first.Output();
+  const testing::CliResult second = testing::RunCsdkit(args, d + "/second.log");
+  EXPECT_EQ(second.status, 2) << second.out;
+  EXPECT_NE(second.out.find("to belong to this command, found it in use by another command"),
+            std::string::npos)
+      << second.out;
+  EXPECT_TRUE(fs::is_empty(d + "/dst"));
+  first.Continue();
+  ASSERT_EQ(first.Wait(), 0) << first.Output();
+  ExpectSet(d + "/dst", 3, 1);
+}
+
+// A reshard stopped before it claims the destination, while a second one writes the whole set
+// there: let go on, the first is refused (not an empty directory) and deletes nothing — the
+// winner's set stays whole (today's main removed it: the loser's failure path remove_all'ed a
+// destination it believed it had made).
+TEST(ReshardConcurrent, TheLoserLeavesTheWinnersSetAlone) {
+  const std::string d = TestDir("race_loser");
+  MakeSet(d + "/src", 2);
+  const std::vector<std::string> args = {"reshard", "--from", d + "/src", "--to", d + "/dst",
+                                         "--world", "3"};
+  testing::CliProcess first(args, d + "/first.log", "reshard-start");
+  ASSERT_TRUE(first.WaitStopped()) << "the first reshard did not stop at 'reshard-start': "
+                                   << first.Output();
+  const testing::CliResult second = testing::RunCsdkit(args, d + "/second.log");
+  ASSERT_EQ(second.status, 0) << second.out;
+  const auto written = Tree(d + "/dst");
+  first.Continue();
+  EXPECT_EQ(first.Wait(), 2) << first.Output();
+  EXPECT_NE(first.Output().find("exists and is not an empty directory"), std::string::npos)
+      << first.Output();
+  EXPECT_EQ(Tree(d + "/dst"), written);
+  ExpectSet(d + "/dst", 3, 1);
+}
+
+// A failure after the destination's parents were made removes them again (rmdir, while empty):
+// nothing of `a/b/c` is left; a parent that existed stays.
+TEST(ReshardConcurrent, AFailureRemovesTheParentsItMade) {
+  const std::string d = TestDir("parents");
+  MakeSet(d + "/src", 4);
+  const nlohmann::json man = ReadJson(d + "/src/rank-3/manifest.json");
+  const std::string shard =
+      d + "/src/rank-3/dev0/m." + std::to_string(man.at("slot").get<unsigned>()) + ".bin";
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x5a');
+  }
+  ExpectRefused<StoreError>([&] { ReshardSet(d + "/src", d + "/a/b/c", 2); }, "is corrupt");
+  EXPECT_FALSE(fs::exists(d + "/a"));
+  fs::create_directories(d + "/kept");
+  ExpectRefused<StoreError>([&] { ReshardSet(d + "/src", d + "/kept/b/c", 2); }, "is corrupt");
+  EXPECT_TRUE(fs::is_directory(d + "/kept"));
+  EXPECT_FALSE(fs::exists(d + "/kept/b"));
+}
+
+// A FIFO named rank-<r>.json is refused before it is opened (opening it would wait for a writer
+// forever), naming the file; so is a directory of that name. Nothing is left in the destination.
+TEST(ReshardConcurrent, ARecordThatIsNotARegularFileIsRefused) {
+  const std::string d = TestDir("fifo");
+  MakeSet(d + "/src", 2);
+  fs::remove(d + "/src/rank-1.json");
+  ASSERT_EQ(::mkfifo((d + "/src/rank-1.json").c_str(), 0600), 0);
+  testing::CliResult r = testing::RunCsdkit(
+      {"reshard", "--from", d + "/src", "--to", d + "/dst", "--world", "3"}, d + "/fifo.log",
+      std::chrono::seconds(60));
+  EXPECT_EQ(r.status, 2) << "(-2: killed after 60 s, it waited on the FIFO) " << r.out;
+  EXPECT_NE(r.out.find("/src/rank-1.json': expected a regular JSON file, found a FIFO"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(d + "/dst"));
+  fs::remove(d + "/src/rank-1.json");
+  fs::create_directory(d + "/src/rank-1.json");
+  r = testing::RunCsdkit({"reshard", "--from", d + "/src", "--to", d + "/dst", "--world", "3"},
+                         d + "/dir.log", std::chrono::seconds(60));
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("/src/rank-1.json': expected a regular JSON file, found a directory"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(d + "/dst"));
+}
+
+// A record nested 80,000 arrays deep (160 KB) is refused while it is parsed, naming the file —
+// not a stack overflow.
+TEST(ReshardConcurrent, ADeeplyNestedRecordIsRefused) {
+  const std::string d = TestDir("deep");
+  MakeSet(d + "/src", 2);
+  {
+    std::ofstream f(d + "/src/rank-1.json");
+    f << std::string(80000, '[') << std::string(80000, ']');
+  }
+  ExpectRefused<StoreError>([&] { ReshardSet(d + "/src", d + "/dst", 3); },
+                            "/src/rank-1.json': expected JSON nested at most 64 levels deep");
+  EXPECT_FALSE(fs::exists(d + "/dst"));
 }
 
 }  // namespace

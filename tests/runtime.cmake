@@ -59,3 +59,13 @@ target_link_libraries(integrity_test PRIVATE csdkit_runtime csdkit_system)
 target_compile_definitions(integrity_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/integrity_test_stores")
 gtest_discover_tests(integrity_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+
+# Hostile use of stores and commands (issue 25): the lock on the store directory, symbolic
+# links refused, bounded JSON, commands that write only what they create. Runs the built csdkit.
+csdkit_test(hostile_test)
+target_link_libraries(hostile_test PRIVATE csdkit_runtime)
+add_dependencies(hostile_test csdkit)
+target_compile_definitions(hostile_test PRIVATE
+  CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/hostile_test_stores"
+  CSDKIT_CLI="$<TARGET_FILE:csdkit>")
+gtest_discover_tests(hostile_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)

@@ -259,7 +259,8 @@ TEST(StoreLock, OneWriterOrManyReaders) {
     Store w = Store::CreateForModel(d, c, l, {c.hyper, c.hyper},
                                     Packed(Tensors(l, 1, -1, 1)).data(), DType::kFp32);
     refused(StoreAccess::kWrite, "one writer per store");
-    refused(StoreAccess::kWrite, "found it in use by pid " + std::to_string(::getpid()) + " on ");
+    refused(StoreAccess::kWrite,
+            "found it in use by a writer (pid " + std::to_string(::getpid()) + ": ");
     refused(StoreAccess::kRead, "no writer");
     // Another process is refused too.
     const pid_t pid = fork();
@@ -284,7 +285,8 @@ TEST(StoreLock, OneWriterOrManyReaders) {
     Store r1 = Store::Open(d, StoreAccess::kRead), r2 = Store::Open(d, l, StoreAccess::kRead);
     r1.Verify();
     EXPECT_EQ(Export(r2, "m").size(), 3u);
-    refused(StoreAccess::kWrite, "found it in use (by readers)");
+    refused(StoreAccess::kWrite, "found it in use by 2 readers (pid " +
+                                     std::to_string(::getpid()) + ": ");
     StateImport in;
     in.theta = {nullptr, nullptr, nullptr};
     EXPECT_THROW(ImportState(r2, in), std::invalid_argument);
@@ -306,7 +308,7 @@ TEST(StoreLock, OneWriterOrManyReaders) {
   }
   char x;
   ASSERT_EQ(read(ready[0], &x, 1), 1);
-  refused(StoreAccess::kWrite, "in use by pid " + std::to_string(child) + " on ");
+  refused(StoreAccess::kWrite, "in use by a writer (pid " + std::to_string(child) + ": ");
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   Store after = Store::Open(d, l);

@@ -31,6 +31,12 @@ void AddBenchCommand(CLI::App& app);
 /// `csdkit bench io`: registered on the `bench` subcommand.
 void AddIoBench(CLI::App* bench);
 
+/// What a command has durably done so far ("committed step 5 of store 's'"), recorded as it
+/// happens; main() adds it to a failure that comes after (output that could not be written),
+/// so that a script retrying the command knows the work was done.
+void RecordDone(const std::string& what);
+const std::string& Done();
+
 }  // namespace csdkit::cli
 
 #endif  // CSDKIT_CLI_COMMANDS_H_

@@ -126,6 +126,7 @@ int RunKernel(const KernelOpts& o) {
   spec.data = ParseProblemData(o.data);
   (void)o.dev.Spec(1);  // the device options are checked for every backend, model included
   CheckHostMemory(spec, !o.dump.empty());
+  if (!o.dump.empty()) PrepareNewDir("--dump", o.dump);  // refused before anything runs
 
   Problem p = Problem::Generate(spec);
   std::unique_ptr<UpdateBuffers> inputs;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -40,8 +41,27 @@ int main(int argc, char** argv) {
   // closed pipe) is a failure, not a success with the result lost.
   std::cout.flush();
   if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout) {
-    std::fprintf(stderr, "csdkit: error: cannot write the output: %s\n", std::strerror(errno));
+    const int e = errno;
+    const std::string& done = csdkit::cli::Done();
+    std::fprintf(stderr, "csdkit: error: cannot write the output: %s%s\n", std::strerror(e),
+                 done.empty() ? ""
+                              : (" (the command's work was done nonetheless: " + done +
+                                 "; do not repeat it)").c_str());
     return 2;
   }
   return 0;
 }
+
+namespace csdkit::cli {
+
+namespace {
+std::string& DoneText() {
+  static std::string text;
+  return text;
+}
+}  // namespace
+
+void RecordDone(const std::string& what) { DoneText() = what; }
+const std::string& Done() { return DoneText(); }
+
+}  // namespace csdkit::cli

@@ -1,7 +1,10 @@
 #include "options.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <vector>
+
+#include "csdkit/platform/json_file.h"
 
 namespace csdkit::cli {
 
@@ -82,7 +87,7 @@ void DeviceOptions::Add(CLI::App* c) {
   c->add_option("--trace", trace, "rtl: write an FST waveform of the (last) launch to this file");
 }
 
-DeviceSpec DeviceOptions::Spec(unsigned count, const std::string& xclbin_dir) const {
+DeviceSpec DeviceOptions::Spec(unsigned count, bool emulation_xclbin) const {
   DeviceSpec s;
   s.backend = ParseBackend(backend);
   s.count = count;
@@ -90,18 +95,15 @@ DeviceSpec DeviceOptions::Spec(unsigned count, const std::string& xclbin_dir) co
   s.device_mem = device_mem;
   s.platform = platform;
   s.xclbin = xclbin;
-  s.xclbin_dir = xclbin_dir;
+  s.emulation_xclbin = emulation_xclbin;
   s.link_model = link_model;
   if (!ds_config.empty()) {
-    std::ifstream f(ds_config);
-    if (!f) throw std::invalid_argument("--ds-config: cannot read '" + ds_config + "'");
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(f);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::invalid_argument("--ds-config '" + ds_config +
-                                  "': expected a DeepSpeed JSON config, found invalid JSON (" +
-                                  e.what() + ")");
+      j = ReadJsonFile(ds_config, uint64_t{1} << 20);  // a regular file, bounded nesting
+    } catch (const JsonFileError& e) {
+      throw std::invalid_argument(std::string("--ds-config (a DeepSpeed JSON config): ") +
+                                  e.what());
     }
     try {
       s.aio = aio::AioConfig::FromDeepSpeedConfig(j);
@@ -192,6 +194,25 @@ GradSpec HyperOptions::Grad() const {
     throw std::invalid_argument(os.str());
   }
   return g;
+}
+
+void PrepareNewDir(const std::string& option, const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) {
+    if (!std::filesystem::is_empty(dir, ec) || ec) {
+      throw std::invalid_argument(option + ": expected a new or empty directory, found '" + dir +
+                                  "' with files in it (nothing is written over)");
+    }
+    return;
+  }
+  if (std::filesystem::exists(std::filesystem::symlink_status(dir, ec))) {
+    throw std::invalid_argument(option + ": expected a new or empty directory, found '" + dir +
+                                "', which is not a directory");
+  }
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    throw std::invalid_argument(option + ": expected to create '" + dir + "', found " +
+                                std::strerror(errno) + " (its parent must exist)");
+  }
 }
 
 }  // namespace csdkit::cli

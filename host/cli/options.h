@@ -25,6 +25,11 @@ CLI::Validator FiniteIn(double lo, double hi, bool lo_open);
 /// command after it has done its work.
 std::string JsonText(const nlohmann::json& j);
 
+/// An output directory given as `option` (--dump, --dump-launches): a new one (created here,
+/// its parent must exist) or an existing empty one — a command writes only what it creates, so
+/// a directory with files in it is refused before anything runs.
+void PrepareNewDir(const std::string& option, const std::string& dir);
+
 /// --backend, --platform, --xclbin, --device, --device-mem, --no-link-model, --ds-config,
 /// --memory and --trace (rtl): what the device set needs. --backend null only where
 /// allow_null is set before Add.
@@ -44,9 +49,10 @@ struct DeviceOptions {
   DeviceOptions(std::string backend_default, std::string memory_default)
       : backend(std::move(backend_default)), memory(std::move(memory_default)) {}
   void Add(CLI::App* c);
-  /// The device set's spec for `count` devices (the first is --device); emulated devices write
-  /// and load their xclbin in `xclbin_dir` when --xclbin is not given ("" = none).
-  DeviceSpec Spec(unsigned count, const std::string& xclbin_dir = "") const;
+  /// The device set's spec for `count` devices (the first is --device); with
+  /// `emulation_xclbin`, emulated devices without --xclbin load and check the emulated
+  /// SmartSSD's generated xclbin (DeviceSpec::emulation_xclbin).
+  DeviceSpec Spec(unsigned count, bool emulation_xclbin = false) const;
 };
 
 /// --optimizer, the hyper-parameters (PyTorch's names), --grad, --out, --ftz, --loss-scale and

@@ -68,6 +68,7 @@ void AddReshardCommand(CLI::App& app) {
     if (o->devices != 0) ro.devices = o->devices;
     ro.device_mem = o->device_mem;
     const ReshardResult r = Reshard(ro);
+    RecordDone("wrote the resharded set '" + r.dst + "'");
     if (o->json) {
       std::cout << JsonText(r.ToJson()) << "\n";
     } else {

@@ -20,6 +20,7 @@
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/sizing.h"
 #include "csdkit/runtime/store.h"
+#include "csdkit/runtime/work_dir.h"
 #include "csdkit/system/device_set.h"
 #include "options.h"
 
@@ -33,7 +34,7 @@ struct StoreDevices {
   Scheduler scheduler;
 
   StoreDevices(Store& store, const DeviceOptions& o)
-      : devices(o.Spec(store.config().devices, store.dir())), scheduler(store, devices) {}
+      : devices(o.Spec(store.config().devices, /*emulation_xclbin=*/true)), scheduler(store, devices) {}
 };
 
 bool Tty() { return isatty(STDERR_FILENO) != 0; }
@@ -111,6 +112,7 @@ void AddInit(CLI::App& app) {
   o->h.Add(c);
   c->callback([o] {
     Store s = DoInit(*o);
+    RecordDone("created store '" + o->dir + "' at step 0");
     if (o->json) {
       std::cout << JsonText(s.Describe()) << "\n";
     } else {
@@ -174,26 +176,6 @@ std::vector<std::pair<unsigned, uint32_t>> ParseDumpOnly(const std::vector<std::
   return r;
 }
 
-// --dump-launches: a new directory, or an empty one (the dump writes only what it creates).
-void PrepareDumpDir(const std::string& dir) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(dir, ec)) {
-    if (!std::filesystem::is_empty(dir, ec) || ec) {
-      throw std::invalid_argument("--dump-launches: expected a new or empty directory, found '" +
-                                  dir + "' with files in it");
-    }
-    return;
-  }
-  if (std::filesystem::exists(std::filesystem::symlink_status(dir, ec))) {
-    throw std::invalid_argument("--dump-launches: expected a new or empty directory, found '" +
-                                dir + "', which is not a directory");
-  }
-  if (::mkdir(dir.c_str(), 0755) != 0) {
-    throw std::invalid_argument("--dump-launches: expected to create '" + dir + "', found " +
-                                std::strerror(errno) + " (its parent must exist)");
-  }
-}
-
 std::vector<StepReport> DoSteps(Store& store, StoreDevices& sys, const StepOpts& o,
                                 const std::string& label) {
   std::vector<StepReport> reps;
@@ -220,6 +202,10 @@ std::vector<StepReport> DoSteps(Store& store, StoreDevices& sys, const StepOpts&
       so.dump_only = ParseDumpOnly(o.dump_only, store);
     }
     reps.push_back(sys.scheduler.Step(g, so));
+    if (!store.planning()) {
+      RecordDone("store '" + store.dir() + "' is at committed step " +
+                 std::to_string(store.step()));
+    }
   }
   return reps;
 }
@@ -270,7 +256,8 @@ void AddStep(CLI::App& app) {
               "state (default: such a step is refused, naming the first element, and the "
               "store keeps its previous step)");
   c->add_option("--overflow-at", o->overflow_step,
-                "make the gradient of this step non-finite (to see the step skipped)");
+                "make the gradient of this step non-finite (to see the step skipped)")
+      ->check(Count(1, static_cast<uint64_t>(INT64_MAX)));
   c->add_flag("--json", o->json, "print JSON");
   c->add_option("--dump-launches", o->dump_dir,
                 "write every launch's inputs and outputs as golden vectors in DIR/step-<k>/"
@@ -300,7 +287,7 @@ void AddStep(CLI::App& app) {
     if (plan) planned.emplace(opened.PlanCopy());
     Store& store = plan ? *planned : opened;
     ParseDumpOnly(o->dump_only, store);  // refused before anything runs
-    if (!o->dump_dir.empty()) PrepareDumpDir(o->dump_dir);
+    if (!o->dump_dir.empty()) PrepareNewDir("--dump-launches", o->dump_dir);
     StoreDevices sys(store, o->dev);
     const auto reps = DoSteps(store, sys, *o, o->mode);
     const uint64_t m_bytes = store.config().params * 2;
@@ -422,19 +409,30 @@ void AddRun(CLI::App& app) {
   o->dev.Add(c);
   c->callback([o] {
     namespace fs = std::filesystem;
-    fs::create_directories(o->dir);
     const std::string sdir[2] = {o->dir + "/baseline", o->dir + "/smart"};
     const char* mode[2] = {"baseline", "smart"};
     std::vector<StepReport> reps[2];
     nlohmann::json desc;
-    // The two stores are this command's own: it never removes what it did not create.
+    // The two stores are this command's own: it never removes what it did not create. An
+    // existing --dir is used if neither store is in it (the default ./csdkit-run, kept).
+    struct stat st {};
+    const bool dir_exists = ::stat(o->dir.c_str(), &st) == 0;
+    if (dir_exists && !S_ISDIR(st.st_mode)) {
+      throw std::invalid_argument("--dir: expected a directory for the two stores, found '" +
+                                  o->dir + "', which is not a directory");
+    }
     for (const std::string& d : sdir) {
-      if (fs::exists(d)) {
+      std::error_code ec;
+      if (fs::exists(fs::symlink_status(d, ec))) {
         throw std::invalid_argument("--dir: expected no '" + d + "' (run creates it and removes "
                                     "it afterwards unless --keep), found one; remove it or "
                                     "choose another --dir");
       }
     }
+    // What this command creates — the stores, the directories it made — is removed when it
+    // ends, on failure too, unless --keep.
+    WorkDir work = dir_exists ? WorkDir() : WorkDir::Prepare("--dir", o->dir);
+    for (const std::string& d : sdir) work.Own(d);
     for (int m = 0; m < 2; ++m) {
       InitOpts io;
       io.devices = o->devices;
@@ -521,10 +519,7 @@ void AddRun(CLI::App& app) {
       std::printf("state after %d steps in both modes: %s\n", o->steps,
                   same ? "bit-identical" : ("DIFFERENT at " + diff).c_str());
     }
-    if (!o->keep) {
-      fs::remove_all(sdir[0]);
-      fs::remove_all(sdir[1]);
-    }
+    if (o->keep) work.Keep();
     if (!same) throw CLI::RuntimeError(1);
   });
 }

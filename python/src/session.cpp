@@ -37,7 +37,7 @@ std::unique_ptr<Session> Session::Open(const std::string& dir, const ParamLayout
 
 void Session::Start(const DeviceSpec& spec_in) {
   DeviceSpec spec = spec_in;
-  if (spec.xclbin.empty() && spec.backend != Backend::kOpenCl) spec.xclbin_dir = store_->dir();
+  if (spec.xclbin.empty() && spec.backend != Backend::kOpenCl) spec.emulation_xclbin = true;
   devices_ = std::make_unique<DeviceSet>(spec);
   scheduler_ = std::make_unique<Scheduler>(*store_, *devices_);
 }

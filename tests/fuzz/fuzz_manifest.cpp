@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "csdkit/runtime/store.h"
+#include "csdkit/platform/json_file.h"
 #include "fuzz_util.h"
 
 namespace {
@@ -89,10 +90,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(data, data + size);
-    } catch (const nlohmann::json::exception& e) {
-      // Not only parse_error: a number beyond binary64 ("1e400") is out_of_range (406). The
-      // kit's readers (Store's ReadJsonFile, --ds-config) catch json::exception the same way.
+      // The kit's one JSON reader (csdkit/platform/json_file.h): invalid JSON (a number beyond
+      // binary64, "1e400", included) and nesting deeper than kMaxJsonDepth are refused while
+      // parsing, as the manifest, record, problem.json and --ds-config readers refuse them.
+      const char* text = reinterpret_cast<const char*>(data);
+      j = csdkit::ParseJsonBounded(text, text + size, "fuzz input");
+    } catch (const csdkit::JsonFileError& e) {
       csdkit::fuzz::Refused(kTarget, e);
       return 0;
     }

@@ -88,6 +88,9 @@ const char* ModeText(OpenMode mode) {
     msg += ". Check the permissions of the file and its directory";
   } else if (err == EISDIR) {
     msg += ". Expected a file, found a directory";
+  } else if (err == ELOOP) {
+    msg += ". Expected a file, found a symbolic link (refused, not followed: this file must not "
+           "lead elsewhere)";
   }
   throw IoError(msg, path, 0, 0, err);
 }
@@ -108,7 +111,7 @@ File File::Open(const std::string& path, OpenMode mode, const FileOptions& optio
   CheckAlignmentOption("assume_alignment", options.assume_alignment);
   if (path.empty()) throw std::invalid_argument("aio: File::Open needs a path, found \"\"");
 
-  int flags = O_DIRECT | O_CLOEXEC;
+  int flags = O_DIRECT | O_CLOEXEC | (options.no_follow ? O_NOFOLLOW : 0);
   switch (mode) {
     case OpenMode::kReadOnly:
       flags |= O_RDONLY;
@@ -126,7 +129,8 @@ File File::Open(const std::string& path, OpenMode mode, const FileOptions& optio
   const bool creating = (flags & O_CREAT) != 0;
   // Linux creates the file before it checks O_DIRECT support; a file that did not exist before
   // a refused open is removed again so the failure leaves nothing behind.
-  const bool existed = creating && ::access(path.c_str(), F_OK) == 0;
+  const bool existed =
+      creating && ::faccessat(AT_FDCWD, path.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0;
   int fd;
   do {
     fd = ::open(path.c_str(), flags, kCreateMode);

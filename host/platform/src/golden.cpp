@@ -17,6 +17,7 @@
 #include "csdkit/hls/update_args.h"
 #include "csdkit/hls/word.h"
 #include "csdkit/platform/checksum.h"
+#include "csdkit/platform/json_file.h"
 #include "csdkit/platform/update_launch.h"
 
 namespace csdkit {
@@ -277,25 +278,16 @@ GoldenIndex ReadGoldenIndex(const std::string& dir_arg) {
   }
   const std::string jp = dir + "/problem.json";
   const std::string where = Quote(jp);
-  if (::stat(jp.c_str(), &st) != 0) {
+  if (::lstat(jp.c_str(), &st) != 0) {
     Fail(where, std::string("expected the problem description, found none (") +
                     std::strerror(errno) + ")");
   }
-  if (!S_ISREG(st.st_mode)) Fail(where, "expected a regular file, found none");
-  if (static_cast<uint64_t>(st.st_size) > kMaxJsonBytes) {
-    Fail(where, "expected at most " + std::to_string(kMaxJsonBytes) + " bytes (a dumped one "
-                "has about 5000), found " + std::to_string(static_cast<uint64_t>(st.st_size)));
-  }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  std::ifstream in(jp, std::ios::binary);
-  if (!in.read(text.data(), static_cast<std::streamsize>(text.size()))) {
-    Fail(where, "expected " + std::to_string(text.size()) + " readable bytes, found fewer");
-  }
   json j;
   try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    Fail(where, std::string("expected JSON, found invalid JSON (") + e.what() + ")");
+    // A regular file of at most kMaxJsonBytes, nested at most kMaxJsonDepth deep.
+    j = ReadJsonFile(jp, kMaxJsonBytes);
+  } catch (const JsonFileError& e) {
+    throw std::invalid_argument(std::string("golden vectors: ") + e.what());
   }
   if (!j.is_object()) Fail(where, "expected a JSON object, found " + Found(j));
   const std::string fmt = Str(j, "format", where);

@@ -1,5 +1,7 @@
 #include "csdkit/platform/problem.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <xmmintrin.h>
 
 #include <cerrno>
@@ -215,12 +217,37 @@ void DumpProblem(const std::string& dir, const Problem& p, const UpdateBuffers& 
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     throw std::runtime_error("dump: cannot create directory '" + dir + "': " + std::strerror(errno));
   }
+  // Every file is created here, exclusively: a dump never writes over (or through a symbolic
+  // link at) a file it did not make; the callers give it a new or empty directory.
+  auto write_new = [&](const std::string& file, const void* data, size_t bytes) {
+    const std::string path = dir + "/" + file;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      throw std::runtime_error("dump: expected to create '" + path + "', found " +
+                               (errno == EEXIST ? std::string("a file of that name (nothing is "
+                                                              "written over)")
+                                                : std::string(std::strerror(errno))));
+    }
+    const char* p = static_cast<const char*>(data);
+    while (bytes > 0) {
+      const ssize_t w = ::write(fd, p, bytes);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const int e = errno;
+        ::close(fd);
+        throw std::runtime_error("dump: cannot write '" + path + "': " + std::strerror(e));
+      }
+      p += w;
+      bytes -= static_cast<size_t>(w);
+    }
+    if (::close(fd) != 0) {
+      throw std::runtime_error("dump: cannot write '" + path + "': " + std::strerror(errno));
+    }
+  };
   using nlohmann::json;
   auto write = [&](const ArrayView& a, const std::string& suffix) {
     const std::string file = a.name + suffix;
-    std::ofstream f(dir + "/" + file, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(a.buf->data()), static_cast<std::streamsize>(a.bytes()));
-    if (!f) throw std::runtime_error("dump: cannot write '" + dir + "/" + file + "'");
+    write_new(file, a.buf->data(), a.bytes());
     return json{{"name", a.name}, {"file", file},   {"dtype", a.dtype},
                 {"count", a.count}, {"bytes", a.bytes()}, {"crc32", Hex32(Crc32(a))}};
   };
@@ -268,9 +295,8 @@ void DumpProblem(const std::string& dir, const Problem& p, const UpdateBuffers& 
   for (const ArrayView& a : OutputArrays(p, outputs)) out.push_back(write(a, ".out.bin"));
   j["inputs"] = in;
   j["outputs"] = out;
-  std::ofstream f(dir + "/problem.json", std::ios::trunc);
-  f << j.dump(2) << "\n";
-  if (!f) throw std::runtime_error("dump: cannot write '" + dir + "/problem.json'");
+  const std::string text = j.dump(2) + "\n";
+  write_new("problem.json", text.data(), text.size());
 }
 
 void CheckFpEnvironment() {

@@ -17,6 +17,7 @@
 #include <experimental/xrt_xclbin.h>
 #include <xclbin.h>
 
+#include "csdkit/platform/json_file.h"
 #include "xclbin_internal.h"
 
 namespace csdkit {
@@ -176,9 +177,12 @@ nlohmann::json InspectXclbin(const std::string& path) {
       while (!xml.empty() && xml.back() == '\0') xml.pop_back();
     }
     if (s.kind == BUILD_METADATA && !j.contains("build_metadata")) {
-      const nlohmann::json b = nlohmann::json::parse(
-          data.data() + s.offset, data.data() + s.offset + s.size, nullptr, false);
-      if (!b.is_discarded()) j["build_metadata"] = b;
+      // Shown when it is JSON nested at most kMaxJsonDepth deep, left out otherwise.
+      try {
+        j["build_metadata"] = ParseJsonBounded(data.data() + s.offset,
+                                               data.data() + s.offset + s.size, "build metadata");
+      } catch (const JsonFileError&) {
+      }
     }
     if (s.kind == CLOCK_FREQ_TOPOLOGY && !j.contains("clocks")) {
       const char* p = data.data() + s.offset;

@@ -1,6 +1,7 @@
 #include "csdkit/runtime/reshard.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +14,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "csdkit/platform/json_file.h"
 #include "csdkit/platform/optimizer.h"
+#include "csdkit/platform/pause_point.h"
 #include "csdkit/runtime/layout.h"
 #include "csdkit/runtime/sizing.h"
 #include "csdkit/runtime/state_io.h"
@@ -83,7 +86,9 @@ void SyncPath(const std::string& path, bool dir) {
 // `text` into `path` durably: written and synced, then renamed over `path` from `tmp` (the
 // caller syncs the directory once every record is in place).
 void WriteRecord(const std::string& path, const std::string& tmp, const std::string& text) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Exclusive: the destination belongs to this command, so nothing of this name exists there
+  // unless someone else put it there — then it is refused, not written through or over.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) Fail("cannot create '" + tmp + "': " + std::strerror(errno));
   const char* p = text.data();
   size_t left = text.size();
@@ -144,14 +149,13 @@ RankSet ReadRankSet(const std::string& src) {
   }
   std::map<uint64_t, Json> recs;
   for (const auto& [r, path] : found) {
-    std::ifstream f(path);
-    if (!f) Fail("cannot read '" + path + "': " + std::strerror(errno));
     Json j;
     try {
-      j = Json::parse(f);
-    } catch (const nlohmann::json::exception& e) {
-      Fail("cannot read '" + path + "': expected a JSON partition record, found invalid JSON (" +
-           e.what() + ")");
+      // A regular file, nested at most kMaxJsonDepth deep: a FIFO named rank-<r>.json is
+      // refused before it is opened for reading (it would wait for a writer forever).
+      j = ReadJsonFile<Json>(path);
+    } catch (const JsonFileError& e) {
+      Fail(std::string("partition record: ") + e.what());
     }
     if (!j.is_object()) {
       Fail("'" + path + "': expected a JSON object (a partition record), found a JSON " +
@@ -566,6 +570,80 @@ nlohmann::json ReshardResult::ToJson() const {
           {"ranks", ranks_j}};
 }
 
+// The destination of one reshard, owned by it: the directory's descriptor holds an exclusive
+// flock (the same lock a store's writer takes on a store directory) until the command ends.
+// `made` lists the directories this command created, the destination last, so that a failure
+// removes exactly those (each only if empty again) and nothing it did not make.
+class Destination {
+ public:
+  Destination() = default;
+  Destination(const Destination&) = delete;
+  Destination& operator=(const Destination&) = delete;
+  Destination(Destination&& o) noexcept : fd_(o.fd_), made_(std::move(o.made_)) { o.fd_ = -1; }
+  ~Destination() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void RemoveMade() {
+    for (auto p = made_.rbegin(); p != made_.rend(); ++p) ::rmdir(p->c_str());
+    made_.clear();
+  }
+  int fd_ = -1;
+  std::vector<std::string> made_;
+};
+
+Destination ClaimDestination(const std::string& dst) {
+  Destination out;
+  // Parents first, each created by this command recorded (removed again on failure).
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = fs::path(dst).parent_path(); !p.empty() && p != p.root_path();
+       p = p.parent_path()) {
+    if (fs::exists(fs::symlink_status(p, ec))) break;
+    missing.push_back(p);
+  }
+  try {
+    for (auto p = missing.rbegin(); p != missing.rend(); ++p) {
+      if (::mkdir(p->c_str(), 0777) == 0) {
+        out.made_.push_back(p->string());
+      } else if (errno != EEXIST) {
+        Fail("reshard: cannot create '" + p->string() + "' (a parent of the destination): " +
+             std::strerror(errno));
+      }
+    }
+    // mkdir fails if the destination exists: only then is an existing one considered, and
+    // only if it is an empty directory.
+    bool made_dst = ::mkdir(dst.c_str(), 0777) == 0;
+    if (!made_dst && errno != EEXIST) {
+      Fail("reshard: cannot create the destination '" + dst + "': " + std::strerror(errno));
+    }
+    out.fd_ = ::open(dst.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (out.fd_ < 0) {
+      Fail("reshard: destination '" + dst + "' exists and is not an empty directory (" +
+           (errno == ENOTDIR ? std::string("it is not a directory")
+                             : std::string("cannot open it: ") + std::strerror(errno)) +
+           "; refusing to write over it)");
+    }
+    if (::flock(out.fd_, LOCK_EX | LOCK_NB) != 0) {
+      // Someone else holds it: what is there is theirs, including a directory this command made
+      // an instant before the other locked it (so it is not among this command's `made_`).
+      Fail("reshard: expected the destination '" + dst + "' to belong to this command, found "
+           "it in use by another command (a reshard or a store writer has it locked); "
+           "choose another destination or wait for that one");
+    }
+    if (made_dst) out.made_.push_back(dst);
+    const fs::directory_iterator it(dst, ec);
+    if (ec) Fail("reshard: cannot list the destination '" + dst + "': " + ec.message());
+    if (it != fs::directory_iterator()) {
+      Fail("reshard: destination '" + dst + "' exists and is not an empty directory (found '" +
+           it->path().filename().string() + "' in it; refusing to write over it)");
+    }
+  } catch (...) {
+    out.RemoveMade();
+    throw;
+  }
+  return out;
+}
+
 ReshardResult Reshard(const ReshardOptions& o) {
   if (o.world < 1) {
     throw std::invalid_argument("world: expected a world size >= 1, found " +
@@ -577,26 +655,31 @@ ReshardResult Reshard(const ReshardOptions& o) {
   }
   const std::string src = Absolute(o.src, "source"), dst = Absolute(o.dst, "destination");
   std::error_code ec;
-  const bool dst_exists = fs::exists(dst, ec);
-  if (dst_exists) {
-    if (!fs::is_directory(dst, ec)) {
-      Fail("reshard: destination '" + dst + "' exists and is not an empty directory (it is not "
-           "a directory; refusing to write over it)");
-    }
-    const fs::directory_iterator it(dst, ec);
-    if (ec) Fail("reshard: cannot list the destination '" + dst + "': " + ec.message());
-    if (it != fs::directory_iterator()) {
-      Fail("reshard: destination '" + dst + "' exists and is not an empty directory (found '" +
-           it->path().filename().string() + "' in it; refusing to write over it)");
-    }
-  }
   if (!fs::is_directory(src, ec)) Fail("reshard: source '" + src + "' is not a directory");
-  const RankSet set = ReadRankSet(src);
-  const std::vector<RankSlice> slices = PartitionSlices(set.total, static_cast<uint64_t>(o.world));
-  const Source source = ReadSource(src, set);
-  const unsigned devices =
-      o.devices ? static_cast<unsigned>(*o.devices) : source.config.devices;
-  const std::vector<NewRank> plan = PlanNewRanks(source, slices, devices, o.device_mem, dst);
+  if (dst == src || dst.rfind(src + "/", 0) == 0 || src.rfind(dst + "/", 0) == 0) {
+    Fail("reshard: expected a destination apart from the source '" + src + "', found '" + dst +
+         "' (one inside the other)");
+  }
+  PausePoint("reshard-start");
+  // The destination belongs to this command from here on (or the command is refused before it
+  // has read anything): created exclusively, or an existing empty directory, locked either way.
+  Destination out = ClaimDestination(dst);
+  PausePoint("reshard-claimed");
+  RankSet set;
+  Source source;
+  std::vector<NewRank> plan;
+  unsigned devices = 0;
+  try {
+    set = ReadRankSet(src);
+    const std::vector<RankSlice> slices =
+        PartitionSlices(set.total, static_cast<uint64_t>(o.world));
+    source = ReadSource(src, set);
+    devices = o.devices ? static_cast<unsigned>(*o.devices) : source.config.devices;
+    plan = PlanNewRanks(source, slices, devices, o.device_mem, dst);
+  } catch (...) {
+    out.RemoveMade();  // a source refused: the destination is left as it was found
+    throw;
+  }
 
   ReshardResult res;
   res.src = src;
@@ -609,23 +692,15 @@ ReshardResult Reshard(const ReshardOptions& o) {
   res.optimizer = OptimizerName(source.config.hyper.opt);
   res.vars = source.vars;
 
-  // From here on a failure removes what this call made: DST if it made it, else its entries.
-  bool made_dst = false;
+  // From here on a failure removes what this call made inside the destination (it is locked:
+  // no one else put anything there), then the directories it made (ClaimDestination).
   std::vector<std::string> made;  // entries made inside DST
   auto undo = [&] {
     std::error_code e;
-    if (made_dst) {
-      fs::remove_all(dst, e);
-      return;
-    }
     for (auto p = made.rbegin(); p != made.rend(); ++p) fs::remove_all(*p, e);
+    out.RemoveMade();
   };
   try {
-    if (!dst_exists) {
-      fs::create_directories(dst, ec);
-      if (ec) Fail("reshard: cannot create the destination '" + dst + "': " + ec.message());
-      made_dst = true;
-    }
     for (const NewRank& n : plan) {
       const uint64_t len = n.slice.end - n.slice.begin;
       std::vector<std::vector<float>> bufs(source.vars.size(), std::vector<float>(len));

@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,8 @@
 #include "csdkit/hls/sparse.h"
 #include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/platform/checksum.h"
+#include "csdkit/platform/json_file.h"
+#include "csdkit/platform/pause_point.h"
 #include "csdkit/runtime/synthetic.h"
 #include "store_internal.h"
 
@@ -45,58 +48,135 @@ constexpr const char* kFormat = "csdkit-store-2";
 
 std::string ErrnoText() { return std::strerror(errno); }
 
-// Who holds a store: "pid <n> on <host>: <command line>", read from /proc/self/cmdline.
-std::string HolderText() {
-  char host[256] = "?";
-  ::gethostname(host, sizeof host - 1);
+// What `init` leaves when it is killed before its first commit: device directories with their
+// device.json and slot files, no manifest.json.
+bool InterruptedCreation(const std::string& dir) {
+  return ::access((dir + "/manifest.json").c_str(), F_OK) != 0 &&
+         ::access((dir + "/dev0/device.json").c_str(), F_OK) == 0;
+}
+
+std::string InterruptedCreationText(const std::string& dir) {
+  return "an interrupted creation (device directories without a manifest.json: a `csdkit init` "
+         "or store creation stopped before its first commit, so it holds no state); clear it "
+         "with `rm -r '" + dir + "'` and create the store again";
+}
+
+// A process's command line from /proc/<pid>/cmdline (arguments joined by spaces, at most 200
+// characters), or "" when the process is gone or not visible.
+std::string CommandLine(long pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
   std::string cmd;
-  std::ifstream f("/proc/self/cmdline", std::ios::binary);
   for (char c; f.get(c);) cmd += c == '\0' ? ' ' : c;
   while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
   if (cmd.size() > 200) cmd = cmd.substr(0, 200) + "...";
-  return "pid " + std::to_string(::getpid()) + " on " + host + ": " + cmd;
+  return cmd;
 }
 
-// Takes D/lock (created if absent) without waiting: exclusive for a writer, shared for a reader.
-// A writer records who it is in the file (for the message another opener gets); the lock of a
-// process that died is released by the kernel, so a stale file content is never a lock. The
-// returned handle closes the file, and so drops the lock, when its last copy goes.
-std::shared_ptr<const int> LockStore(const std::string& dir, StoreAccess access) {
-  const std::string path = dir + "/lock";
-  const bool write = access == StoreAccess::kWrite;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0 && !write && (errno == EACCES || errno == EROFS)) {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // a read-only store can still be read
+// Who holds the flock on the inode (dev, ino), as the kernel lists it in /proc/locks: one entry
+// per lock, "pid <n>: <command line>", writers first. A holder whose process is gone from /proc
+// (the lock then lives on in a child that inherited the descriptor) is described, not named.
+struct Holders {
+  std::vector<std::string> writers, readers;
+  unsigned hidden = 0;  // holders whose process this host does not show
+};
+
+Holders LockHolders(dev_t dev, ino_t ino) {
+  Holders h;
+  std::ifstream f("/proc/locks");
+  char want[64];
+  std::snprintf(want, sizeof want, "%02x:%02x:%llu", major(dev), minor(dev),
+                static_cast<unsigned long long>(ino));
+  const std::string want_ino = ":" + std::to_string(static_cast<unsigned long long>(ino));
+  std::vector<std::pair<bool, long>> exact, by_inode;  // (writer, pid)
+  for (std::string line; std::getline(f, line);) {
+    // "1: FLOCK  ADVISORY  WRITE 4711 fd:01:123456 0 EOF"; a waiter's line has "->" after the
+    // number (never ours: every taker here is non-blocking).
+    std::istringstream in(line);
+    std::string id, kind, adv, rw, where;
+    long pid = 0;
+    if (!(in >> id >> kind) || kind == "->" || kind != "FLOCK") continue;
+    if (!(in >> adv >> rw >> pid >> where)) continue;
+    const bool writer = rw == "WRITE";
+    if (where == want) exact.emplace_back(writer, pid);
+    // Some file systems (btrfs subvolumes, overlayfs) show another device number than stat:
+    // the inode number alone is the fallback.
+    if (where.size() > want_ino.size() &&
+        where.compare(where.size() - want_ino.size(), want_ino.size(), want_ino) == 0) {
+      by_inode.emplace_back(writer, pid);
+    }
   }
-  if (fd < 0) Fail("store '" + dir + "': cannot open its lock file '" + path + "': " + ErrnoText());
+  for (const auto& [writer, pid] : exact.empty() ? by_inode : exact) {
+    const std::string cmd = CommandLine(pid);
+    if (cmd.empty()) {
+      ++h.hidden;
+      continue;
+    }
+    (writer ? h.writers : h.readers).push_back("pid " + std::to_string(pid) + ": " + cmd);
+  }
+  return h;
+}
+
+// The holders of a store's lock as a refusal names them: "a writer (pid 12: csdkit step ...)",
+// "2 readers (pid 3: ...; pid 4: ...)", or, when the kernel lists none this host can show
+// (a holder on another host of a shared file system), who it must be.
+std::string HoldersText(const Holders& h, bool held_exclusively) {
+  auto list = [](const std::vector<std::string>& v) {
+    std::string t;
+    for (size_t i = 0; i < v.size() && i < 4; ++i) t += (i ? "; " : "") + v[i];
+    if (v.size() > 4) t += "; and " + std::to_string(v.size() - 4) + " more";
+    return t;
+  };
+  std::string t;
+  if (!h.writers.empty()) t = "a writer (" + list(h.writers) + ")";
+  if (!h.readers.empty()) {
+    t += (t.empty() ? "" : " and ") + std::to_string(h.readers.size()) +
+         (h.readers.size() == 1 ? " reader (" : " readers (") + list(h.readers) + ")";
+  }
+  if (h.hidden > 0) {
+    t += (t.empty() ? "" : " and ") + std::string(held_exclusively ? "a writer" : "readers") +
+         " whose process is not visible here (a child process that inherited the open store, "
+         "or a process in another PID namespace)";
+  }
+  if (t.empty()) {
+    t = held_exclusively ? "a writer on another host or outside this host's view"
+                         : "readers on another host or outside this host's view";
+  }
+  return t;
+}
+
+// Locks the store: an flock on the store directory itself, taken without waiting — exclusive for
+// a writer, shared for a reader. Nothing inside the store takes part, so no file a user might
+// delete as "stale" (a lock file) can let a second writer in: the directory is the store. A
+// refusal names who holds it, from the kernel's own list (/proc/locks); the lock of a process
+// that died is released by the kernel. The returned handle closes the directory, and so drops
+// the lock, when its last copy goes.
+std::shared_ptr<const int> LockStore(const std::string& dir, StoreAccess access) {
+  const bool write = access == StoreAccess::kWrite;
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) Fail("store '" + dir + "': cannot open the directory to lock it: " + ErrnoText());
   if (::flock(fd, (write ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
     const int e = errno;
     if (e == EWOULDBLOCK) {
-      char buf[512] = {0};
-      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
-      std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      // Held exclusively unless a shared lock is still to be had (then only readers hold it).
+      bool exclusive = true;
+      if (write && ::flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        exclusive = false;
+        ::flock(fd, LOCK_UN);
+      }
+      struct stat st {};
+      Holders h;
+      if (::fstat(fd, &st) == 0) h = LockHolders(st.st_dev, st.st_ino);
+      if (exclusive) h.readers.clear();  // a listed reader would be one that raced away
       ::close(fd);
       Fail("store '" + dir + "': expected " +
            (write ? std::string("no one else to have it open (one writer per store)")
                   : std::string("no writer to have it open")) +
-           ", found it in use" + (holder.empty() ? std::string(" (by readers)") : " by " + holder) +
-           "; close that one first");
+           ", found it in use by " + HoldersText(h, exclusive) + "; close that one first");
     }
     ::close(fd);
-    Fail("store '" + dir + "': cannot lock '" + path + "': " + std::strerror(e));
+    Fail("store '" + dir + "': cannot lock the directory: " + std::strerror(e));
   }
-  if (write) {
-    const std::string me = HolderText() + "\n";
-    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
-      const int e = errno;
-      ::close(fd);
-      Fail("store '" + dir + "': cannot write its lock file '" + path + "': " + std::strerror(e));
-    }
-  }
-  return std::shared_ptr<const int>(new int(fd), [write](const int* p) {
-    // The holder's line goes with it (if that fails, the line stays: it is never a lock).
-    if (write) (void)!::ftruncate(*p, 0);
+  return std::shared_ptr<const int>(new int(fd), [](const int* p) {
     ::close(*p);
     delete p;
   });
@@ -113,8 +193,15 @@ void FsyncPath(const std::string& path, bool dir) {
 
 // Writes a small file durably: write, fsync; the caller renames and syncs the directory.
 void WriteSmallFile(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) Fail("cannot create '" + path + "': " + ErrnoText());
+  // O_NOFOLLOW: a symbolic link in the store's place is refused, never written through.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    Fail("cannot create '" + path + "': " +
+         (errno == ELOOP ? std::string("expected a file of the store, found a symbolic link "
+                                       "(refused, not followed: a store's files never lead "
+                                       "outside it)")
+                         : ErrnoText()));
+  }
   const char* p = text.data();
   size_t left = text.size();
   while (left > 0) {
@@ -136,13 +223,13 @@ void WriteSmallFile(const std::string& path, const std::string& text) {
   ::close(fd);
 }
 
-nlohmann::json ReadJsonFile(const std::string& path, const std::string& what) {
-  std::ifstream f(path);
-  if (!f) Fail(what + ": expected '" + path + "', found no such file (" + ErrnoText() + ")");
+// A store's small JSON files: a regular file (not a symbolic link), nested at most
+// kMaxJsonDepth deep (csdkit/platform/json_file.h), or a StoreError naming the file.
+nlohmann::json ReadStoreJson(const std::string& path, const std::string& what) {
   try {
-    return nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    Fail(what + ": '" + path + "' is not valid JSON: " + e.what());
+    return ReadJsonFile(path, kMaxJsonFileBytes, /*no_follow=*/true);
+  } catch (const JsonFileError& e) {
+    Fail(what + ": " + e.what());
   }
 }
 
@@ -273,8 +360,9 @@ void Store::OpenFiles() {
         const uint64_t want = FileBytes(shards_[d]);
         aio::FileOptions fo;
         fo.min_alignment = 4096;
+        fo.no_follow = true;
         struct stat st {};
-        const bool present = ::stat(path.c_str(), &st) == 0;
+        const bool present = ::lstat(path.c_str(), &st) == 0;
         const bool whole = present && static_cast<uint64_t>(st.st_size) >= want;
         if (s != slot_ && !whole) {
           // The slot that is not committed holds nothing the store needs: a lost or cut file
@@ -419,6 +507,10 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
     std::error_code ec;
     const std::filesystem::directory_iterator it(dir, ec);
     if (ec) Fail("cannot list '" + dir + "': " + ec.message());
+    if (InterruptedCreation(dir)) {
+      Fail("'" + dir + "': expected an empty or absent directory, found " +
+           InterruptedCreationText(dir));
+    }
     if (it != std::filesystem::directory_iterator()) {
       Fail("'" + dir + "': expected an empty or absent directory, found '" +
            it->path().filename().string() + "' in it (a store is only created where it "
@@ -441,7 +533,6 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
     Fail("'" + dir + "': expected an empty or absent directory, found an existing store "
          "(created meanwhile by another process)");
   }
-  made.push_back(dir + "/lock");
   try {
   s.dir_ = dir;
   s.cfg_ = cfg;
@@ -464,6 +555,7 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
       for (unsigned sl = 0; sl < 2; ++sl) {
         aio::FileOptions fo;
         fo.min_alignment = 4096;
+        fo.no_follow = true;
         aio::File f = aio::File::Create(s.FilePath(d, v, sl), fo);
         f.Allocate(FileBytes(s.shards_[d]));
       }
@@ -691,17 +783,18 @@ Store Store::Open(const std::string& dir, StoreAccess access) {
          (errno == ENOENT ? std::string("nothing") : std::string("no directory")));
   }
   if (::access((dir + "/manifest.json").c_str(), F_OK) != 0) {
-    Fail("store '" + dir + "': expected a store (its manifest.json), found none");
+    Fail("store '" + dir + "': expected a store (its manifest.json), found " +
+         (InterruptedCreation(dir) ? InterruptedCreationText(dir) : std::string("none")));
   }
   std::shared_ptr<const int> lock = LockStore(dir, access);
-  Store s = FromManifest(ReadJsonFile(dir + "/manifest.json", "store '" + dir + "'"),
+  Store s = FromManifest(ReadStoreJson(dir + "/manifest.json", "store '" + dir + "'"),
                          "store '" + dir + "' manifest");
   s.dir_ = dir;
   s.lock_ = std::move(lock);
   s.access_ = access;
   for (unsigned d = 0; d < s.cfg_.devices; ++d) {
     const std::string dd = dir + "/dev" + std::to_string(d);
-    const nlohmann::json ident = ReadJsonFile(dd + "/device.json", "device " + std::to_string(d));
+    const nlohmann::json ident = ReadStoreJson(dd + "/device.json", "device " + std::to_string(d));
     if (Get<std::string>(ident, "store_id", dd) != s.store_id_ ||
         GetUint(ident, "device", dd, 0, UINT32_MAX) != d) {
       Fail("device directory '" + dd + "': expected device " + std::to_string(d) + " of store " +
@@ -789,6 +882,7 @@ void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* us
   if (!planning_) {
     SyncNextSlot();
     if (commit_hook) commit_hook("synced");
+    PausePoint("store-commit");
     CheckManifestUnchanged();
   }
   const std::vector<OptimizerConfig> before = group_hyper_;
@@ -822,11 +916,23 @@ void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* us
 }
 
 void Store::CheckManifestUnchanged() const {
+  // The lock is on the directory this writer opened: if the path now names another one (the
+  // store moved away and something put in its place), this writer no longer owns what it would
+  // commit into. A commit never follows a lost lock.
+  if (lock_) {
+    struct stat locked {}, now {};
+    if (::fstat(*lock_, &locked) != 0 || ::stat(dir_.c_str(), &now) != 0 ||
+        locked.st_dev != now.st_dev || locked.st_ino != now.st_ino) {
+      Fail("store '" + dir_ + "': expected the directory this writer locked, found " +
+           (::stat(dir_.c_str(), &now) != 0 ? std::string("nothing") : std::string("another one")) +
+           " at that path (moved or replaced while the writer ran); nothing committed");
+    }
+  }
   // The lock makes this writer the only one; this check also catches a manifest replaced
   // behind the lock's back (a restore, another host on a shared file system): a commit never
   // lands on a manifest other than the one this writer started from.
   {
-    const nlohmann::json now = ReadJsonFile(dir_ + "/manifest.json", "store '" + dir_ + "'");
+    const nlohmann::json now = ReadStoreJson(dir_ + "/manifest.json", "store '" + dir_ + "'");
     const int64_t on_disk = now.value("committed_step", int64_t{-1});
     const int64_t on_disk_slot = now.value("slot", int64_t{-1});
     if (on_disk != step_ || on_disk_slot != static_cast<int64_t>(slot_) ||

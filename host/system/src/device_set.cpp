@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "csdkit/emu/emu_device.h"
@@ -73,15 +76,29 @@ DeviceSet::DeviceSet(const DeviceSpec& spec) : spec_(spec) {
     return;
   }
   // Emulated devices load and check an xclbin as cards do: the one given, or the emulated
-  // SmartSSD's (written into xclbin_dir on first use).
+  // SmartSSD's, generated into a private temporary directory that is gone when this returns.
   std::string xclbin = spec.xclbin;
-  if (xclbin.empty() && !spec.xclbin_dir.empty()) {
-    xclbin = spec.xclbin_dir + "/csd_update.emu.xclbin";
-    if (::access(xclbin.c_str(), R_OK) != 0) {
-      EmulationXclbinOptions xo;
-      xo.target = spec.backend == Backend::kRtl ? "hw_emu" : "sw_emu";
-      WriteEmulationXclbin(xclbin, xo);
+  struct TempDir {
+    std::string path;
+    ~TempDir() {
+      if (path.empty()) return;
+      ::unlink((path + "/csd_update.emu.xclbin").c_str());
+      ::rmdir(path.c_str());
     }
+  } tmp;
+  if (xclbin.empty() && spec.emulation_xclbin) {
+    const char* env = std::getenv("TMPDIR");
+    std::string tmpl = std::string(env && *env ? env : "/tmp") + "/csdkit-emu-xclbin.XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      throw std::runtime_error("emulated SmartSSD: cannot create a temporary directory for its "
+                               "xclbin ('" + tmpl + "', from $TMPDIR or /tmp): " +
+                               std::strerror(errno));
+    }
+    tmp.path = tmpl;
+    xclbin = tmp.path + "/csd_update.emu.xclbin";
+    EmulationXclbinOptions xo;
+    xo.target = spec.backend == Backend::kRtl ? "hw_emu" : "sw_emu";
+    WriteEmulationXclbin(xclbin, xo);
   }
   for (unsigned k = 0; k < spec.count; ++k) {
     emu::EmuOptions o;

@@ -45,6 +45,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 
 import torch
 import torch.distributed as dist
@@ -57,6 +58,57 @@ __all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion", "partition", "reshard"]
 
 _DTYPE_CODE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _FORMAT = "csdkit-zero-partition-1"
+
+
+# The bounds every JSON the kit reads holds to (csdkit/platform/json_file.h): a regular file
+# (a FIFO would block open() forever), at most 1 MiB for a record, nested at most 64 deep.
+_MAX_RECORD_BYTES = 1 << 20
+_MAX_JSON_DEPTH = 64
+
+
+def _json_depth(text):
+    """The deepest nesting of arrays and objects in `text`, counted outside strings."""
+    depth = deepest = 0
+    in_str = esc = False
+    for c in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def _read_record(path):
+    """A partition record as a dict, or ValueError naming the file, what was expected and
+    what was found."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("expected a regular JSON file, found {}".format(
+            "a directory" if stat.S_ISDIR(st.st_mode) else
+            "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file"))
+    if st.st_size > _MAX_RECORD_BYTES:
+        raise ValueError("expected at most {} bytes of JSON, found {}"
+                         .format(_MAX_RECORD_BYTES, st.st_size))
+    with open(path) as f:
+        text = f.read(_MAX_RECORD_BYTES + 1)
+    if _json_depth(text) > _MAX_JSON_DEPTH:
+        raise ValueError("expected JSON nested at most {} levels deep, found deeper nesting"
+                         .format(_MAX_JSON_DEPTH))
+    rec = json.loads(text)
+    if not isinstance(rec, dict):
+        raise ValueError("expected a JSON object (a partition record), found {}"
+                         .format(type(rec).__name__))
+    return rec
 
 
 def partition(total, world):
@@ -207,8 +259,7 @@ class _ZeroMixin:
         has_record = os.path.exists(self._record_path)
         try:
             if has_record:
-                with open(self._record_path) as f:
-                    old = json.load(f)
+                old = _read_record(self._record_path)
                 keys = ("world_size", "rank", "total_elements", "begin", "end", "fingerprint")
                 if old.get("format") != _FORMAT or any(old.get(k) != record[k] for k in keys):
                     error = ("store '{}' was written for world size {}, rank {}, elements [{}, "

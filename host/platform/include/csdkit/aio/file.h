@@ -28,6 +28,10 @@ struct FileOptions {
   /// filesystem — for filesystems that misreport it. Requests the kernel then refuses come back
   /// as IoError(EINVAL) from the completion, instead of AlignmentError before submission.
   uint32_t assume_alignment = 0;
+  /// Refuse a path whose last component is a symbolic link (O_NOFOLLOW; the IoError says so)
+  /// instead of opening, creating or truncating what it points to. The store sets it for its
+  /// state files: they never lead outside the store (directories above them may be links).
+  bool no_follow = false;
 };
 
 class File {

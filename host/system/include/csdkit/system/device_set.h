@@ -49,11 +49,13 @@ struct DeviceSpec {
   /// opencl: substring of the platform name ("" = the first platform with devices).
   std::string platform;
   /// The xclbin to load and check: required on a Xilinx card; for emulated devices an
-  /// emulated-SmartSSD xclbin ("" = the one written into `xclbin_dir`, or none if that is "").
+  /// emulated-SmartSSD xclbin ("" = the generated one if `emulation_xclbin`, else none).
   std::string xclbin;
-  /// Emulated devices without --xclbin: where the emulated xclbin is written on first use (a
-  /// store directory), "" = load none.
-  std::string xclbin_dir;
+  /// Emulated devices without `xclbin`: load and check the emulated SmartSSD's own xclbin, as
+  /// cards load theirs. It is generated into a private temporary directory (under $TMPDIR or
+  /// /tmp, mode 0700) and removed once the devices have checked it; nothing is written into a
+  /// store.
+  bool emulation_xclbin = false;
   /// Emulated and null devices: book every transfer and launch on a SmartSSD link model in
   /// virtual time.
   bool link_model = true;
