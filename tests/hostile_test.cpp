@@ -38,7 +38,13 @@ namespace fs = std::filesystem;
 using testing::CliProcess;
 using testing::CliResult;
 using testing::RunCsdkit;
-using testing::TestDir;
+
+// A fresh, existing directory for a test (its logs and stores go inside).
+std::string TestDir(const std::string& name) {
+  const std::string d = testing::TestDir(name);
+  std::filesystem::create_directories(d);
+  return d;
+}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

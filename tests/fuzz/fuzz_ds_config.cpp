@@ -1,8 +1,9 @@
 // fuzz_ds_config: the DeepSpeed `aio` block reader, AioConfig::FromDeepSpeedConfig
 // (host/platform/aio/aio_config.cpp), as `--ds-config FILE` and the Python package use it.
 //
-// The input is the text of a DeepSpeed configuration file. Expected outcomes: a JSON parse error
-// (any nlohmann::json::exception from parse()) and std::invalid_argument. Findings: anything else —
+// The input is the text of a DeepSpeed configuration file, read as the kit reads every JSON
+// (ParseJsonBounded: invalid JSON and nesting deeper than 64 levels refused while parsing).
+// Expected outcomes: csdkit::JsonFileError and std::invalid_argument. Findings: anything else —
 // a crash, a sanitizer report, an exception of another type (e.g. nlohmann's type_error from a
 // get<> on a value of the wrong type), or an accepted configuration that breaks what the reader
 // promises: it passes Validate(), and its DeepSpeed spelling (ToJson) reads back to the same

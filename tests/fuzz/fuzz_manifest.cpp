@@ -7,8 +7,9 @@
 // the second call almost every mutation would stop there; with it the fuzzer reaches the
 // configuration, layout, shard and checksum checks behind it.
 //
-// Expected outcomes: a JSON parse error (any nlohmann::json::exception from parse()),
-// csdkit::StoreError and std::invalid_argument.
+// The text is parsed as Store::Open reads a manifest (ParseJsonBounded: invalid JSON and nesting
+// deeper than 64 levels refused while parsing, so no deep document reaches FromManifest).
+// Expected outcomes: csdkit::JsonFileError, csdkit::StoreError and std::invalid_argument.
 // Findings: anything else — a crash, a sanitizer report, std::bad_alloc (FromManifest promises
 // never to allocate more than the manifest's own size), an exception of another type (e.g.
 // nlohmann's type_error from a get<> on the wrong type), or an accepted manifest whose store

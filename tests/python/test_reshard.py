@@ -253,3 +253,29 @@ def test_cli_and_python_call_write_the_same_set(tmp_path):
                         str(tmp_path / "py3"), "--world", "2"], capture_output=True, text=True)
     assert p.returncode == 2
     assert "exists and is not an empty directory" in p.stderr, p.stderr
+
+
+def test_rank_records_are_read_under_the_kits_json_bounds(tmp_path):
+    """A rank record is read as every JSON of the kit is (csdkit/platform/json_file.h): a FIFO
+    named like one is refused at once instead of blocking open() forever, a directory too, and a
+    record nested 80,000 arrays deep is refused by its depth (not a RecursionError); each message
+    says what was expected and what was found."""
+    fifo = tmp_path / "rank-0.json"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="expected a regular JSON file, found a FIFO"):
+        cdist._read_record(str(fifo))
+    d = tmp_path / "rank-1.json"
+    d.mkdir()
+    with pytest.raises(ValueError, match="expected a regular JSON file, found a directory"):
+        cdist._read_record(str(d))
+    deep = tmp_path / "rank-2.json"
+    deep.write_text("[" * 80000 + "]" * 80000)
+    with pytest.raises(ValueError, match="expected JSON nested at most 64 levels deep"):
+        cdist._read_record(str(deep))
+    flat = tmp_path / "rank-3.json"
+    flat.write_text(json.dumps({"format": "x", "note": "[[[[ not nesting ]]]] \\\" [["}))
+    assert cdist._read_record(str(flat))["format"] == "x"
+    lst = tmp_path / "rank-4.json"
+    lst.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="expected a JSON object"):
+        cdist._read_record(str(lst))

@@ -4,8 +4,6 @@
 //   D/manifest.json            format, model size, shards, subgroup size, optimizer and
 //                              hyper-parameters, dtypes, committed step and slot, and a CRC-32
 //                              per (device, variable, subgroup) of the committed slot
-//   D/lock                     flock'ed while a Store object has the store open: exclusively
-//                              by the one writer, shared by readers (an empty file)
 //   D/dev<k>/device.json       the device's identity: store id and index (refuses mixed-up dirs)
 //   D/dev<k>/<var>.<slot>.bin  var in {theta, m, v} (those the optimizer has), slot in {0, 1};
 //                              the shard's elements as little-endian binary32, padded to 4096
@@ -29,9 +27,13 @@
 // the next commit overwrites). Manifests written before this member existed have none.
 //
 // ONE WRITER. Opening a store for writing (Create, Open with StoreAccess::kWrite) takes an
-// exclusive flock on D/lock, opening it for reading a shared one, both without waiting: a second
-// writer — in this process or another — or a writer beside a reader is refused with a
-// StoreError. The lock is released when the Store object is destroyed (or its process dies).
+// exclusive flock on the store directory D itself, opening it for reading a shared one, both
+// without waiting: a second writer — in this process or another — or a writer beside a reader is
+// refused with a StoreError naming the holders (from /proc/locks). No file inside D takes part,
+// so nothing a user deletes there admits a second writer; a commit checks that D still names the
+// locked directory. The lock is released when the Store object is destroyed (or its process
+// dies). Store files are opened without following symbolic links (O_NOFOLLOW): a link in their
+// place is refused, never written through.
 #ifndef CSDKIT_RUNTIME_STORE_H_
 #define CSDKIT_RUNTIME_STORE_H_
 
@@ -244,7 +246,7 @@ class Store {
   int64_t step_ = 0;
   unsigned slot_ = 0;
   StoreAccess access_ = StoreAccess::kWrite;
-  std::shared_ptr<const int> lock_;  // the flock'ed D/lock (closed by its deleter)
+  std::shared_ptr<const int> lock_;  // the flock'ed directory D (closed by its deleter)
   std::string durability_warning_;
   std::vector<Shard> shards_;
   std::vector<std::string> vars_;
