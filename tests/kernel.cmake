@@ -81,7 +81,7 @@ set(csdkit_golden_refusals
   [=[no_problem_json|rm "$d/problem.json"|/no_problem_json/problem.json': expected the problem description, found none]=]
   [=[invalid_json|echo '{' > "$d/problem.json"|/invalid_json/problem.json': expected JSON, found invalid JSON]=]
   [=[huge_json|head -c 2000000 /dev/zero > "$d/problem.json"|/huge_json/problem.json': expected at most 1048576 bytes .*, found 2000000]=]
-  [=[deep_json|{ head -c 80000 /dev/zero | tr '\0' '['; head -c 80000 /dev/zero | tr '\0' ']'; } > "$d/problem.json"|/deep_json/problem.json': expected JSON nested at most 64 levels deep, found deeper nesting]=]
+  [=[deep_json|(head -c 80000 /dev/zero | tr '\0' '[' && head -c 80000 /dev/zero | tr '\0' ']') > "$d/problem.json"|/deep_json/problem.json': expected JSON nested at most 64 levels deep, found deeper nesting]=]
   [=[fifo_json|rm "$d/problem.json" && mkfifo "$d/problem.json"|/fifo_json/problem.json': expected a regular JSON file, found a FIFO]=]
   [=[field_missing|sed -i '/^  "n": /d' "$d/problem.json"|/field_missing/problem.json': expected a field "n", found none]=]
   [=[field_mistyped|sed -i 's/^  "n": 100,/  "n": "100",/' "$d/problem.json"|/field_mistyped/problem.json': "n": expected a whole number in \[1, 4294967295\], found "100" \(string\)]=]

@@ -232,7 +232,7 @@ TEST(Runtime, BrokenStoresAreRefusedWithClearErrors) {
   ExpectStoreError(d, "manifest.json");
   d = fresh("badjson");
   std::ofstream(d + "/manifest.json") << "{ not json";
-  ExpectStoreError(d, "not valid JSON");
+  ExpectStoreError(d, "expected JSON, found invalid JSON");
   // The manifest proves itself: any edit of a value (here lr, and the seed by one digit) or a
   // format from before the checksum is refused, naming the checksum.
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{

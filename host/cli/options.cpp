@@ -201,7 +201,7 @@ void PrepareNewDir(const std::string& option, const std::string& dir) {
   if (std::filesystem::is_directory(dir, ec)) {
     if (!std::filesystem::is_empty(dir, ec) || ec) {
       throw std::invalid_argument(option + ": expected a new or empty directory, found '" + dir +
-                                  "' with files in it (nothing is written over)");
+                                  "' with files in it");
     }
     return;
   }
