@@ -337,6 +337,63 @@ class PySession {
     return d;
   }
 
+  // The gradient arena (Session::QueueFill / Fill / StepArena).
+  const void* ArenaSource(size_t t, py::handle grad) const {
+    const Store& st = s_->store();
+    const ParamLayout& l = *st.layout();
+    if (t >= l.tensors().size()) {
+      throw std::invalid_argument("t: expected a layout entry below " +
+                                  std::to_string(l.tensors().size()) + ", found " +
+                                  std::to_string(t));
+    }
+    return ReadTensor(grad, "grad of " + TensorName(st, t), st.config().grad,
+                      l.tensors()[t].numel, false)
+        .data;
+  }
+
+  void QueueFill(size_t t, py::handle grad) { s_->QueueFill(t, ArenaSource(t, grad)); }
+
+  void Fill(size_t t, py::handle grad) {
+    const void* src = ArenaSource(t, grad);
+    py::gil_scoped_release nogil;
+    s_->Fill(t, src);
+  }
+
+  py::list WaitFills() {
+    std::vector<bool> v;
+    {
+      py::gil_scoped_release nogil;
+      v = s_->WaitFills();
+    }
+    py::list l;
+    for (const bool b : v) l.append(b);
+    return l;
+  }
+
+  py::dict StepArena(const std::vector<bool>& has_grad,
+                     std::optional<std::vector<py::dict>> group_hyper,
+                     std::optional<double> loss_scale, bool found_inf, double clip_coef,
+                     double max_norm, bool return_norm, std::optional<py::list> weights_out,
+                     const std::string& mode, bool allow_nonfinite) {
+    const Store& st = s_->store();
+    StepOptions o = Options(group_hyper, loss_scale, found_inf, clip_coef, mode, allow_nonfinite);
+    std::vector<void*> out;
+    if (weights_out) {
+      out = WeightsOut(*weights_out);
+      o.fp32_weights_out = st.config().out == DType::kFp32;
+    }
+    double norm = 0;
+    StepReport rep;
+    {
+      py::gil_scoped_release nogil;
+      rep = s_->StepArena(has_grad, o, max_norm, return_norm ? &norm : nullptr,
+                          weights_out ? &out : nullptr);
+    }
+    py::dict d = JsonToPy(rep.ToJson());
+    if (return_norm) d["grad_norm"] = norm;
+    return d;
+  }
+
   py::dict StepSparse(const py::list& streams, std::optional<std::vector<py::dict>> group_hyper,
                       std::optional<double> loss_scale, bool found_inf, double clip_coef,
                       std::optional<py::list> weights_out, const std::string& mode,
@@ -654,6 +711,25 @@ no_grad: ascending indices of the layout entries without a gradient this step (P
   `grad is None`): their weights and state stay unchanged, whatever their streams hold.
 The other arguments as for step(); no max_norm (the kit sees only the kept entries: fold your
   clip coefficient into clip_coef).)")
+      .def("queue_fill", &PySession::QueueFill, py::arg("t"), py::arg("grad"),
+           R"(Queues layout entry t's gradient (a CPU tensor of the store's grad dtype and the
+entry's size, contiguous) to be copied into the gradient arena by the session's filler thread,
+checked for finiteness and summed (squares, double) as it is copied. Returns at once: keep the
+tensor alive and unchanged until step_arena (or fill it again; the latest fill counts).)")
+      .def("fill", &PySession::Fill, py::arg("t"), py::arg("grad"),
+           "The same copy as queue_fill, done now in this thread (after t's queued fills).")
+      .def("wait_fills", &PySession::WaitFills,
+           "Waits for the queued fills; returns, per layout entry, whether it was filled since "
+           "the last step.")
+      .def("step_arena", &PySession::StepArena, py::arg("has_grad"), py::kw_only(),
+           py::arg("group_hyper") = py::none(), py::arg("loss_scale") = py::none(),
+           py::arg("found_inf") = false, py::arg("clip_coef") = 1.0, py::arg("max_norm") = 0.0,
+           py::arg("return_norm") = false, py::arg("weights_out") = py::none(),
+           py::arg("mode") = "smart", py::arg("allow_nonfinite") = false,
+           R"(One optimizer step from the gradient arena: has_grad[t] says whether layout entry t
+has a gradient this step (each such entry filled since the last step, else ValueError). No pass
+over the gradient: finiteness and the norm come from the fills, and equal step()'s bit for bit.
+The other arguments and the report as for step().)")
       .def_property_readonly("subgroups", &PySession::subgroups,
                              "the store's subgroups, device 0's first (the order of step_sparse's "
                              "streams): dicts with device, index, begin (first flattened "

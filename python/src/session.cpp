@@ -1,6 +1,7 @@
 #include "session.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "csdkit/runtime/gradients.h"
@@ -43,6 +44,14 @@ void Session::Start(const DeviceSpec& spec_in) {
 }
 
 Session::~Session() {
+  if (filler_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lk(fill_mu_);
+      filler_stop_ = true;
+    }
+    fill_cv_.notify_all();
+    filler_.join();
+  }
   // The scheduler holds references to the store and the devices: it goes first.
   scheduler_.reset();
   devices_.reset();
@@ -51,6 +60,12 @@ Session::~Session() {
 
 StepReport Session::Step(const std::vector<const void*>& grads, const StepOptions& o_in,
                          double max_norm, double* l2norm, const std::vector<void*>* weights_out) {
+  if (filler_.joinable()) {
+    // The gather writes the whole arena: queued fills finish first, and count no more.
+    WaitFills();
+    filled_.assign(filled_.size(), std::nullopt);
+    slice_dirty_.assign(slice_dirty_.size(), false);
+  }
   double norm = 0;
   const bool want_norm = l2norm != nullptr || max_norm > 0;
   GradientSet g =
@@ -71,6 +86,144 @@ StepReport Session::Step(const std::vector<const void*>& grads, const StepOption
     throw;
   }
   gather_buf_ = std::move(g).TakeBuffer();  // the next step gathers into it again
+  if (!rep.skipped && weights_out != nullptr) scheduler_->CopyWeightsOut(*weights_out);
+  return rep;
+}
+
+void* Session::GradArena() {
+  const StoreConfig& c = store_->config();
+  const uint64_t bytes = c.params * DTypeBytes(c.grad);
+  std::lock_guard<std::mutex> lk(fill_mu_);
+  if (gather_buf_.size() < bytes) gather_buf_ = AlignedBuffer(bytes);  // zero-filled
+  if (filled_.empty()) {
+    const size_t nt = store_->layout()->tensors().size();
+    filled_.assign(nt, std::nullopt);
+    slice_dirty_.assign(nt, false);
+  }
+  if (!filler_.joinable()) filler_ = std::thread([this] { FillerLoop(); });
+  return gather_buf_.data();
+}
+
+uint64_t Session::GradArenaBytes() const {
+  return store_->config().params * DTypeBytes(store_->config().grad);
+}
+
+void Session::CheckTensorIndex(size_t t) const {
+  const size_t nt = store_->layout()->tensors().size();
+  if (t >= nt) {
+    throw std::invalid_argument("tensor index: expected a layout entry below " +
+                                std::to_string(nt) + ", found " + std::to_string(t));
+  }
+}
+
+void Session::DoFill(size_t t, const void* src) {
+  const ParamLayout& l = *store_->layout();
+  const DType dt = store_->config().grad;
+  const TensorGradient r = CopyTensorGradient(gather_buf_.data() + l.offset(t) * DTypeBytes(dt),
+                                              src, l.tensors()[t].numel, dt, true);
+  std::lock_guard<std::mutex> lk(fill_mu_);
+  filled_[t] = r;
+  slice_dirty_[t] = true;
+}
+
+void Session::FillerLoop() {
+  std::unique_lock<std::mutex> lk(fill_mu_);
+  for (;;) {
+    fill_cv_.wait(lk, [&] { return filler_stop_ || !fill_queue_.empty(); });
+    if (fill_queue_.empty()) return;  // stopping, nothing left
+    const FillJob job = fill_queue_.front();
+    fill_queue_.pop_front();
+    ++fills_running_;
+    lk.unlock();
+    try {
+      DoFill(job.t, job.src);
+    } catch (...) {
+      std::lock_guard<std::mutex> g(fill_mu_);
+      if (!fill_error_) fill_error_ = std::current_exception();
+    }
+    lk.lock();
+    --fills_running_;
+    if (fill_queue_.empty() && fills_running_ == 0) fill_done_cv_.notify_all();
+  }
+}
+
+void Session::QueueFill(size_t t, const void* src) {
+  CheckTensorIndex(t);
+  GradArena();  // allocates the arena and starts the filler on first use
+  {
+    std::lock_guard<std::mutex> lk(fill_mu_);
+    fill_queue_.push_back({t, src});
+  }
+  fill_cv_.notify_one();
+}
+
+std::vector<bool> Session::WaitFills() {
+  GradArena();
+  std::unique_lock<std::mutex> lk(fill_mu_);
+  fill_done_cv_.wait(lk, [&] { return fill_queue_.empty() && fills_running_ == 0; });
+  if (fill_error_) {
+    std::exception_ptr e = fill_error_;
+    fill_error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+  std::vector<bool> v(filled_.size());
+  for (size_t t = 0; t < v.size(); ++t) v[t] = filled_[t].has_value();
+  return v;
+}
+
+void Session::Fill(size_t t, const void* src) {
+  CheckTensorIndex(t);
+  WaitFills();  // a queued fill of t must not land after this one
+  DoFill(t, src);
+}
+
+StepReport Session::StepArena(const std::vector<bool>& has_grad, const StepOptions& o_in,
+                              double max_norm, double* l2norm,
+                              const std::vector<void*>* weights_out) {
+  WaitFills();
+  const ParamLayout& l = *store_->layout();
+  if (has_grad.size() != l.tensors().size()) {
+    throw std::invalid_argument("has_grad: expected one flag per layout entry (" +
+                                std::to_string(l.tensors().size()) + "), found " +
+                                std::to_string(has_grad.size()));
+  }
+  std::vector<TensorGradient> per_tensor;
+  bool finite = true;
+  const unsigned eb = DTypeBytes(store_->config().grad);
+  for (size_t t = 0; t < has_grad.size(); ++t) {
+    if (!has_grad[t]) {
+      if (slice_dirty_[t]) {  // what a fill wrote there: zero again, as Gather leaves it
+        std::memset(gather_buf_.data() + l.offset(t) * eb, 0, l.tensors()[t].numel * eb);
+        slice_dirty_[t] = false;
+      }
+      continue;
+    }
+    if (!filled_[t]) {
+      throw std::invalid_argument("gradient arena: tensor " + std::to_string(t) + " ('" +
+                                  l.tensors()[t].name + "') has a gradient this step but was "
+                                  "not copied into the arena since the last step");
+    }
+    per_tensor.push_back(*filled_[t]);
+    finite &= filled_[t]->finite;
+  }
+  // Every tensor needs a fill again for the next step, whatever happens to this one.
+  filled_.assign(filled_.size(), std::nullopt);
+  const double norm = GradientNorm(per_tensor);
+  if (l2norm != nullptr) *l2norm = norm;
+  StepOptions o = o_in;
+  if (max_norm > 0) {
+    const double ls = o.loss_scale ? *o.loss_scale : store_->config().loss_scale;
+    o.clip_coef = std::min(1.0, max_norm / (norm / ls + 1e-6));
+  }
+  GradientSet g = GradientSet::FromArena(*store_, std::move(gather_buf_), has_grad, finite);
+  StepReport rep;
+  try {
+    rep = scheduler_->Step(g, o);
+  } catch (...) {
+    gather_buf_ = std::move(g).TakeBuffer();
+    throw;
+  }
+  gather_buf_ = std::move(g).TakeBuffer();
   if (!rep.skipped && weights_out != nullptr) scheduler_->CopyWeightsOut(*weights_out);
   return rep;
 }

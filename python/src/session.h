@@ -4,12 +4,19 @@
 #ifndef CSDKIT_PYTHON_SESSION_H_
 #define CSDKIT_PYTHON_SESSION_H_
 
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/platform/sparse_codec.h"
+#include "csdkit/runtime/gradients.h"
 #include "csdkit/runtime/layout.h"
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/state_io.h"
@@ -49,6 +56,32 @@ class Session {
   /// clip_coef = min(1, max_norm / (norm / loss_scale + 1e-6)) replaces o.clip_coef.
   StepReport Step(const std::vector<const void*>& grads, const StepOptions& o, double max_norm,
                   double* l2norm, const std::vector<void*>* weights_out);
+  // -- The gradient arena (GradientSet::FromArena): the transfer buffer, filled tensor by tensor
+  // while backward runs. A filler thread copies each queued tensor into its slice, checking it
+  // as it copies (CopyTensorGradient); StepArena then steps from the arena with no pass over the
+  // gradient. The caller keeps a queued tensor alive and unchanged until the next StepArena (or
+  // refills it: the latest fill of a tensor counts).
+
+  /// The arena's first byte (the model's elements in the store's order and grad dtype, group
+  /// padding zero) and its size; allocated at the first call, zero-filled.
+  void* GradArena();
+  uint64_t GradArenaBytes() const;
+  /// Queues tensor t's gradient (`src`: its elements, contiguous, the store's grad dtype) for
+  /// the filler thread. Throws std::invalid_argument for t out of range.
+  void QueueFill(size_t t, const void* src);
+  /// Copies tensor t's gradient into the arena now, in this thread (after the queued fills of t).
+  void Fill(size_t t, const void* src);
+  /// Waits for the queued fills; true when tensor t was filled since the last StepArena.
+  std::vector<bool> WaitFills();
+  /// One optimizer step from the arena: `has_grad[t]` says which tensors have a gradient this
+  /// step; each of them must have been filled since the last StepArena (std::invalid_argument
+  /// naming the first that was not). Slices of tensors without a gradient are zeroed first
+  /// (only those a fill wrote). The finiteness and the norm (GradientNorm) come from the fills'
+  /// passes: `max_norm` and `l2norm` as in Step, bit for bit the same values. Afterwards every
+  /// tensor needs a fill again.
+  StepReport StepArena(const std::vector<bool>& has_grad, const StepOptions& o, double max_norm,
+                       double* l2norm, const std::vector<void*>* weights_out);
+
   /// One optimizer step with Top-K gradients: `streams[d][j]` is subgroup j of device d
   /// (Store::Subgroups(d) order) in the kit's block format, values in the store's grad dtype.
   /// GradientSet::FromStreams validates every stream with the kernel's checks before anything
@@ -74,7 +107,25 @@ class Session {
   std::unique_ptr<Store> store_;
   std::unique_ptr<DeviceSet> devices_;
   std::unique_ptr<Scheduler> scheduler_;
-  AlignedBuffer gather_buf_;  // the transfer buffer, kept from step to step
+  AlignedBuffer gather_buf_;  // the transfer buffer, kept from step to step (the arena)
+
+  // The filler thread and what the fills found (index: tensor).
+  struct FillJob {
+    size_t t;
+    const void* src;
+  };
+  void FillerLoop();
+  void DoFill(size_t t, const void* src);
+  void CheckTensorIndex(size_t t) const;
+  std::mutex fill_mu_;
+  std::condition_variable fill_cv_, fill_done_cv_;
+  std::deque<FillJob> fill_queue_;
+  unsigned fills_running_ = 0;
+  bool filler_stop_ = false;
+  std::thread filler_;
+  std::vector<std::optional<TensorGradient>> filled_;  // since the last StepArena
+  std::vector<bool> slice_dirty_;  // a fill wrote the slice since it was last zeroed
+  std::exception_ptr fill_error_;
 };
 
 }  // namespace csdkit::py_binding

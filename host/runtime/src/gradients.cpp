@@ -133,6 +133,31 @@ bool CopyChecked(T* dst, const T* src, uint64_t n, T exp_mask, double* sum, DTyp
 
 }  // namespace
 
+TensorGradient CopyTensorGradient(void* dst, const void* src, uint64_t n, DType dt,
+                                  bool want_sumsq) {
+  TensorGradient r;
+  double sum = 0.0;
+  double* s = want_sumsq ? &sum : nullptr;
+  if (DTypeBytes(dt) == 4) {
+    r.finite = CopyChecked(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), n,
+                           0x7f800000u, s, dt);
+  } else {
+    r.finite = CopyChecked(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n,
+                           static_cast<uint16_t>(dt == DType::kFp16 ? 0x7c00u : 0x7f80u), s, dt);
+  }
+  r.sumsq = sum;
+  return r;
+}
+
+double GradientNorm(const std::vector<TensorGradient>& per_tensor) {
+  double sum = 0.0;
+  for (const TensorGradient& t : per_tensor) {
+    if (!t.finite) return INFINITY;
+    sum += t.sumsq;
+  }
+  return std::sqrt(sum);
+}
+
 GradientSet GradientSet::Gather(const Store& store, const std::vector<const void*>& grads,
                                 double* l2norm, AlignedBuffer reuse) {
   const ParamLayout* l = store.layout();
@@ -156,7 +181,7 @@ GradientSet GradientSet::Gather(const Store& store, const std::vector<const void
   auto zero = [&](uint64_t from, uint64_t to) {
     if (reused && to > from) std::memset(g.dense_.data() + from * eb, 0, (to - from) * eb);
   };
-  double sum = 0.0;
+  std::vector<TensorGradient> per_tensor;
   bool finite = true;
   uint64_t end_prev = 0;
   for (size_t t = 0; t < grads.size(); ++t) {
@@ -168,22 +193,46 @@ GradientSet GradientSet::Gather(const Store& store, const std::vector<const void
       zero(at, at + n);
       continue;
     }
-    double* s = l2norm != nullptr ? &sum : nullptr;
-    if (eb == 4) {
-      finite &= CopyChecked(g.dense_.as<uint32_t>() + at, static_cast<const uint32_t*>(grads[t]),
-                            n, 0x7f800000u, s, c.grad);
-    } else {
-      finite &= CopyChecked(g.dense_.as<uint16_t>() + at, static_cast<const uint16_t*>(grads[t]),
-                            n, static_cast<uint16_t>(c.grad == DType::kFp16 ? 0x7c00u : 0x7f80u),
-                            s, c.grad);
-    }
+    per_tensor.push_back(
+        CopyTensorGradient(g.dense_.data() + at * eb, grads[t], n, c.grad, l2norm != nullptr));
+    finite &= per_tensor.back().finite;
   }
   zero(end_prev, c.params);
   if (reused) {  // the capacity beyond the model, as a new buffer has it
     std::memset(g.dense_.data() + c.params * eb, 0, g.dense_.size() - c.params * eb);
   }
   g.known_finite_ = finite ? 1 : 0;
-  if (l2norm != nullptr) *l2norm = finite ? std::sqrt(sum) : INFINITY;
+  if (l2norm != nullptr) *l2norm = GradientNorm(per_tensor);
+  return g;
+}
+
+GradientSet GradientSet::FromArena(const Store& store, AlignedBuffer arena,
+                                   const std::vector<bool>& has_grad, bool all_finite) {
+  const ParamLayout* l = store.layout();
+  if (l == nullptr) {
+    throw std::invalid_argument("gradients: expected a store created for a model (with a "
+                                "parameter layout), found '" + store.dir() + "' without one");
+  }
+  const StoreConfig& c = store.config();
+  const unsigned eb = DTypeBytes(c.grad);
+  if (arena.size() < c.params * eb) {
+    throw std::invalid_argument("gradient arena: expected at least " +
+                                std::to_string(c.params * eb) + " bytes (the model in " +
+                                DTypeName(c.grad) + "), found " + std::to_string(arena.size()));
+  }
+  if (has_grad.size() != l->tensors().size()) {
+    throw std::invalid_argument("gradient arena: expected one has-gradient flag per tensor of "
+                                "the layout (" + std::to_string(l->tensors().size()) +
+                                "), found " + std::to_string(has_grad.size()));
+  }
+  GradientSet g;
+  g.dtype_ = c.grad;
+  g.params_ = c.params;
+  g.dense_ = std::move(arena);
+  for (size_t t = 0; t < has_grad.size(); ++t) {
+    if (!has_grad[t]) g.frozen_.push_back({l->offset(t), l->offset(t) + l->tensors()[t].numel});
+  }
+  g.known_finite_ = all_finite ? 1 : -1;  // not finite: AllFinite finds and names the value
   return g;
 }
 

@@ -155,6 +155,10 @@ def reshard(src, dst, world, devices=None, *, backend="model", device_mem=4 << 3
 class _ZeroMixin:
     """The distributed skeleton over a csdkit.torch optimizer (see the module docstring)."""
 
+    # Each rank steps the reduce-scattered slice of the flattened gradient, not the parameters'
+    # own gradients: the one-process gradient arena (overlap_backward) does not apply.
+    _arena_capable = False
+
     def __init__(self, params, *args, process_group=None, **kwargs):
         if not (dist.is_available() and dist.is_initialized()):
             raise RuntimeError("{}: expected an initialized torch.distributed default process "

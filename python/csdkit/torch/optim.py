@@ -26,6 +26,7 @@ import math
 import os
 import time
 import warnings
+import weakref
 
 import torch
 from torch.optim.optimizer import required
@@ -40,7 +41,7 @@ _KIT_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf1
 
 # The kit's own constructor arguments, shared by every optimizer, and their defaults.
 _KIT_ARGS = dict(store=None, devices=1, backend="model", device_mem=4 << 30, link_model=True,
-                 mode="smart", max_grad_norm=None, compress=None)
+                 mode="smart", max_grad_norm=None, compress=None, overlap_backward=True)
 
 
 class _StoreOptimizer(torch.optim.Optimizer):
@@ -59,6 +60,10 @@ class _StoreOptimizer(torch.optim.Optimizer):
     #: torch.cuda.amp.GradScaler hands itself to step() (grad_scaler=) instead of unscaling
     #: the gradients in a separate pass: the kit folds 1/scale into its unscale factor.
     _step_supports_amp_scaling = True
+    #: Whether gradients may be handed to the kit's gradient arena as backward finishes them
+    #: (overlap_backward); the partitioned optimizer of csdkit.torch.distributed hands over its
+    #: reduce-scattered slice instead.
+    _arena_capable = True
 
     def __init__(self, params, defaults, kit):
         unknown = sorted(set(kit) - set(_KIT_ARGS))
@@ -108,6 +113,16 @@ class _StoreOptimizer(torch.optim.Optimizer):
         #: step()), or None before any.
         self.last_report = None
         self._marks = None       # perf_counter() just before and after the binding's step call
+        # overlap_backward: CPU gradients copied into the kit's gradient arena by its filler
+        # thread as backward finishes each (hooks), checked and summed as they are copied.
+        self._overlap = bool(kit["overlap_backward"]) and self._arena_capable
+        self._arena_index = {}   # id(parameter) -> layout entry, once the store is open
+        self._arena_src = {}     # layout entry -> (gradient tensor, its _version) as queued
+        self._arena_keep = []    # every tensor queued since the last step (kept alive for it)
+        self._grad_hooks = []
+        if self._overlap:
+            for group in self.param_groups:
+                self._hook_params(group["params"])
         for group in self.param_groups:
             self._check_group(group)
 
@@ -193,6 +208,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         self._session, self._params, self._layout = session, params, layout
         self._shapes = [tuple(p.shape) for p in params]
         self._staging = staging
+        self._arena_index = {id(p): t for t, p in enumerate(params)}
         if opened and check_weights:
             self._check_weights_match()
         return opened
@@ -261,6 +277,76 @@ class _StoreOptimizer(torch.optim.Optimizer):
         super().add_param_group(param_group)
         if hasattr(self, "_store_dir"):  # not while torch.optim.Optimizer.__init__ runs
             self._check_group(self.param_groups[-1])
+            if self._overlap:
+                self._hook_params(self.param_groups[-1]["params"])
+
+    # -- gradients handed over during backward (overlap_backward) ---------------------------
+
+    def _hook_params(self, params):
+        """Registers, for each parameter that requires a gradient, a hook that runs when
+        backward has accumulated its gradient: torch >= 2.1's post-accumulate-grad hook, or on
+        older torch a hook on the parameter's AccumulateGrad node (kept alive here, so that
+        autograd reuses it). The hooks hold the optimizer weakly: they never keep it (and its
+        store's lock) alive."""
+        ref = weakref.ref(self)
+
+        def ready(p):
+            opt = ref()
+            if opt is not None:
+                opt._grad_ready(p)
+
+        for p in params:
+            if not isinstance(p, torch.Tensor) or not p.requires_grad:
+                continue
+            if hasattr(p, "register_post_accumulate_grad_hook"):
+                self._grad_hooks.append(p.register_post_accumulate_grad_hook(ready))
+            else:
+                with torch.enable_grad():
+                    acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                handle = acc.register_hook(lambda *_unused, p=p: ready(p))
+                self._grad_hooks.append((acc, handle))
+
+    def _grad_ready(self, p):
+        """Backward has finished p's gradient (for this backward pass): queue its copy into the
+        gradient arena. Only CPU gradients the kit takes as they are (the parameter's dtype and
+        shape, contiguous) are queued; anything else is left to step(), which checks it."""
+        if self._session is None or self._compress is not None:
+            return
+        t = self._arena_index.get(id(p))
+        g = p.grad
+        if t is None or g is None or g.device.type != "cpu" or g.is_sparse \
+                or g.dtype != p.dtype or g.shape != p.shape or not g.is_contiguous():
+            return
+        self._session.queue_fill(t, g)
+        self._arena_src[t] = (g, g._version)
+        self._arena_keep.append(g)
+
+    def _uses_arena(self):
+        return (self._overlap and self._compress is None
+                and all(s is None for s in self._staging))
+
+    def _step_arena(self, grads, hyper, out, loss_scale, found_inf):
+        """The dense step from the gradient arena: each gradient queued during backward is
+        used as it was copied, unless the tensor changed since (another tensor in p.grad, or
+        one modified in place: clip_grad_norm_, GradScaler.unscale_, a second backward of
+        gradient accumulation), which is copied again now."""
+        sess = self._session
+        has_grad = [g is not None for g in grads]
+        try:
+            for t, g in enumerate(grads):
+                if g is None:
+                    continue
+                src = self._arena_src.get(t)
+                if src is None or src[0] is not g or src[1] != g._version:
+                    sess.fill(t, g)
+            self._marks = [time.perf_counter()]
+            return sess.step_arena(has_grad, group_hyper=hyper, weights_out=out,
+                                   mode=self._mode, loss_scale=loss_scale, found_inf=found_inf,
+                                   max_norm=self._max_grad_norm,
+                                   return_norm=self._max_grad_norm > 0)
+        finally:
+            self._arena_src.clear()
+            self._arena_keep.clear()
 
     # -- the step ---------------------------------------------------------------------------
 
@@ -315,18 +401,24 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 rep["host_seconds"] = self._host_seconds(t_enter, t_grads)
                 self._finish_step(rep, grad_scaler, scaler_state)
             return loss
-        grads = self._checked_grads(staged=True)
+        arena = self._uses_arena()
+        grads = self._checked_grads(staged=not arena)
         if all(g is None for g in grads):
+            self._arena_src.clear()
+            self._arena_keep.clear()
             return loss  # as torch.optim: nothing to update, no step counted
         if any(s is not None for s in self._staging):
             torch.cuda.synchronize()
         hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
         out = [p if s is None else s[1] for p, s in zip(self._params, self._staging)]
-        self._marks = [time.perf_counter()]
-        rep = self._session.step(grads, group_hyper=hyper, weights_out=out, mode=self._mode,
-                                 loss_scale=loss_scale, found_inf=found_inf,
-                                 max_norm=self._max_grad_norm,
-                                 return_norm=self._max_grad_norm > 0)
+        if arena:
+            rep = self._step_arena(grads, hyper, out, loss_scale, found_inf)
+        else:
+            self._marks = [time.perf_counter()]
+            rep = self._session.step(grads, group_hyper=hyper, weights_out=out, mode=self._mode,
+                                     loss_scale=loss_scale, found_inf=found_inf,
+                                     max_norm=self._max_grad_norm,
+                                     return_norm=self._max_grad_norm > 0)
         self._marks.append(time.perf_counter())
         if not rep["skipped"]:
             for p, s, g in zip(self._params, self._staging, grads):
@@ -719,7 +811,13 @@ _KIT_DOC = """
     the accumulated gradient before compression), compress (None: dense gradients;
     csdkit.torch.TopK(ratio): Top-K streams per (device, subgroup) with error feedback, the
     residual in self.state[p]['topk_residual']; a parameter without a gradient is left alone, its
-    residual too).
+    residual too), overlap_backward (True: CPU gradients are handed to the kit as backward
+    finishes each -- a hook queues the parameter's gradient, which the kit's filler thread copies
+    into its transfer buffer and checks (finiteness, sum of squares) while backward goes on, so
+    that step() makes no pass over them; a gradient changed after backward (clip_grad_norm_,
+    GradScaler.unscale_, replaced) is copied again at step(). The step is bit for bit the one of
+    overlap_backward=False, which gathers every gradient in step(). CUDA parameters, compress=
+    and csdkit.torch.distributed take the serial path.)
 """
 
 

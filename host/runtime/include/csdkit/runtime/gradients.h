@@ -15,6 +15,25 @@
 
 namespace csdkit {
 
+/// What one tensor's gradient pass found: whether every value is finite, and (when asked) the
+/// sum of its squares in double, added in element order from 0.
+struct TensorGradient {
+  bool finite = true;
+  double sumsq = 0.0;
+};
+
+/// Copies tensor gradient `src` (n elements of `dt`) to `dst` and checks it in the same pass
+/// (64 KiB at a time, checked while in cache): the one pass both Gather and the trainer's
+/// gradient arena (a tensor copied in as soon as backward has finished it) make over a gradient.
+TensorGradient CopyTensorGradient(void* dst, const void* src, uint64_t n, DType dt,
+                                  bool want_sumsq);
+
+/// The kit's global L2 norm of a gradient from its tensors' passes: sqrt of the per-tensor sums
+/// of squares added in layout order (double); inf when any tensor has a non-finite value. The
+/// same value whichever way the tensors were handed over (Gather, or an arena filled tensor by
+/// tensor during backward), so that the clip coefficient is the same to the last bit.
+double GradientNorm(const std::vector<TensorGradient>& per_tensor);
+
 /// One step's gradient for the whole model, as the trainer hands it over: dense (in the store's
 /// grad dtype) or, with Top-K, one compressed stream per (device, subgroup).
 class GradientSet {
@@ -47,6 +66,15 @@ class GradientSet {
   /// gradient) are zeroed.
   static GradientSet Gather(const Store& store, const std::vector<const void*>& grads,
                             double* l2norm = nullptr, AlignedBuffer reuse = AlignedBuffer());
+  /// The dense gradient of a model store already in `arena`: the model's elements in the
+  /// store's order and grad dtype (tensor t at layout offset t, group padding zero), written by
+  /// the trainer tensor by tensor (CopyTensorGradient into the arena's slices as backward
+  /// finishes each). `has_grad[t]` false: tensor t has no gradient this step (its slice must be
+  /// zero, as Gather leaves it). `all_finite`: every gradient tensor's pass found only finite
+  /// values (AllFinite then needs no pass; false: AllFinite looks for the value to name).
+  /// Takes the buffer over (TakeBuffer gives it back), so that no byte is copied.
+  static GradientSet FromArena(const Store& store, AlignedBuffer arena,
+                               const std::vector<bool>& has_grad, bool all_finite);
   /// Gives the dense buffer back for the next Gather (the set is empty afterwards).
   AlignedBuffer TakeBuffer() && { return std::move(dense_); }
   /// The same from one flat buffer holding the tensors back to back in layout order.

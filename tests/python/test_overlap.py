@@ -1,0 +1,159 @@
+"""overlap_backward: CPU gradients handed to the kit's gradient arena as backward finishes each
+(hooks; the session's filler thread copies and checks them while backward goes on), so that
+step() makes no pass over them. The promise is bit-identity with the serial path
+(overlap_backward=False, which gathers every gradient at step()): the same store bytes, the same
+parameters, the same reported norm, over runs with clipping that triggers on some steps and not
+others, gradients set to None, a non-finite gradient (a skipped step), gradients changed after
+backward (scaled in place, replaced), gradient accumulation over two backward passes, 1 to 4
+devices, fp32 and bf16 models; and a refused step leaves the parameters unchanged on both.
+"""
+
+import pytest
+import torch
+
+import csdkit
+import csdkit.torch as ct
+from conftest import make_data
+
+
+def loss_of(model, x, y):
+    """Mean squared error in float32 (torch 1.13 has no bf16 mse_loss on the CPU)."""
+    return torch.nn.functional.mse_loss(model(x).float(), y.float())
+
+
+class Net(torch.nn.Module):
+    """Six parameter tensors in two param groups: 374,934 elements in group 0 (six
+    65536-element blocks), 301 in group 1 (one block): seven blocks, so that 1, 2, 3 and 4
+    devices all hold a part (shards are whole blocks)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(32, 2048)
+        self.fc2 = torch.nn.Linear(2048, 150)
+        self.head = torch.nn.Linear(150, 1)
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.fc2(torch.tanh(self.fc1(x))))).squeeze(-1)
+
+
+def make(dtype, seed=3):
+    torch.manual_seed(seed)
+    return Net().to(dtype)
+
+
+def groups(model):
+    return [{"params": [model.fc1.weight, model.fc1.bias, model.fc2.weight]},
+            {"params": [model.fc2.bias, model.head.weight, model.head.bias], "lr": 1e-3}]
+
+
+def slot_files(d):
+    """The state files of a store (not its manifest, whose store id is random)."""
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*.bin"))}
+
+
+def run(model, opt, x, y, plan):
+    """Steps by `plan`: per step a set of tags. 'none': fc2.bias and head.weight get no gradient;
+    'inf': a non-finite gradient value (the step is skipped); 'scale': every gradient halved in
+    place after backward; 'replace': fc1.bias's gradient replaced by a new tensor; 'accum': two
+    backward passes (gradient accumulation). Returns the reports."""
+    reports = []
+    for i, tags in enumerate(plan):
+        opt.zero_grad(set_to_none=True)
+        xs = x.to(next(model.parameters()).dtype) * (1.0 + 0.25 * i)  # norms change step to step
+        loss_of(model, xs, y).backward()
+        if "accum" in tags:
+            loss_of(model, xs.flip(0), y).backward()
+        with torch.no_grad():
+            if "none" in tags:
+                model.fc2.bias.grad = None
+                model.head.weight.grad = None
+            if "inf" in tags:
+                model.fc2.weight.grad[3, 7] = float("inf")
+            if "scale" in tags:
+                for p in model.parameters():
+                    if p.grad is not None:
+                        p.grad.mul_(0.5)
+            if "replace" in tags:
+                model.fc1.bias.grad = model.fc1.bias.grad * 2
+        opt.step()
+        reports.append(dict(opt.last_report))
+    return reports
+
+
+PLAN = [set(), {"none"}, {"scale"}, {"inf"}, {"accum"}, {"replace", "none"}, set(), {"accum",
+                                                                                        "scale"}]
+
+
+@pytest.mark.parametrize("dtype,devices", [(torch.float32, 1), (torch.bfloat16, 2),
+                                           (torch.float32, 3), (torch.bfloat16, 4)])
+def test_overlapped_equals_serial_bit_for_bit(tmp_path, dtype, devices):
+    x, y = make_data(seed=5, n=64)
+    outs = []
+    for overlap in (True, False):
+        model = make(dtype)
+        # max_grad_norm between the norms of the steps: some steps clip, others do not.
+        opt = ct.AdamW(groups(model), lr=3e-3, weight_decay=0.01,
+                       store=tmp_path / ("on" if overlap else "off"), devices=devices,
+                       max_grad_norm=5.0, overlap_backward=overlap)
+        reps = run(model, opt, x, y, PLAN)
+        outs.append((model, opt, reps))
+    (m_on, o_on, r_on), (m_off, o_off, r_off) = outs
+    assert [r["skipped"] for r in r_on] == [False, False, False, True, False, False, False, False]
+    norms = [r["grad_norm"] for r in r_on if not r["skipped"]]
+    assert min(norms) < 5.0 < max(norms), norms  # clipping triggered on some steps only
+    for a, b in zip(r_on, r_off):
+        assert a["skipped"] == b["skipped"] and a["step"] == b["step"]
+        if not a["skipped"]:
+            assert a["grad_norm"] == b["grad_norm"]  # the same double, to the last bit
+    for (n, a), b in zip(m_on.named_parameters(), m_off.parameters()):
+        assert torch.equal(a.view(torch.int16 if dtype == torch.bfloat16 else torch.int32),
+                           b.view(torch.int16 if dtype == torch.bfloat16 else torch.int32)), n
+    sa, sb = o_on.session, o_off.session
+    assert sa.step_count == sb.step_count == 7
+    del o_on, o_off, sa, sb
+    assert slot_files(tmp_path / "on") == slot_files(tmp_path / "off")
+
+
+def test_gradients_are_queued_during_backward(tmp_path):
+    """From the second step on (the store exists), every gradient is queued by its hook while
+    backward runs: step() finds each one copied and copies none again."""
+    model = make(torch.float32)
+    opt = ct.AdamW(model.parameters(), lr=1e-3, store=tmp_path / "s", devices=2)
+    x, y = make_data(seed=5, n=64)
+    for i in range(3):
+        opt.zero_grad(set_to_none=True)
+        loss_of(model, x, y).backward()
+        if i == 0:
+            opt.step()  # creates the store: nothing was queued, everything is copied now
+            continue
+        assert sorted(opt._arena_src) == list(range(6))
+        assert opt.session.wait_fills() == [True] * 6
+        with pytest.MonkeyPatch.context() as mp:
+            calls = []
+            real_fill = type(opt.session).fill
+            mp.setattr(type(opt.session), "fill",
+                       lambda self, t, g: (calls.append(t), real_fill(self, t, g)))
+            opt.step()
+        assert calls == []
+
+
+def test_a_refused_step_leaves_the_parameters_unchanged(tmp_path):
+    """A step the divergence guard refuses (an overflow of the weights: lr 3e38) changes no
+    parameter, with and without overlap, and the store stays at its step."""
+    for overlap in (True, False):
+        model = make(torch.float32)
+        opt = ct.SGD(model.parameters(), lr=1e-3, store=tmp_path / str(overlap), devices=2,
+                     overlap_backward=overlap)
+        x, y = make_data(seed=5, n=64)
+        opt.zero_grad(set_to_none=True)
+        loss_of(model, x, y).backward()   # the first step: the store is created
+        opt.step()
+        before = [p.detach().clone() for p in model.parameters()]
+        opt.param_groups[0]["lr"] = 3e38  # theta - lr * g overflows wherever |g| > 1.2
+        opt.zero_grad(set_to_none=True)
+        (loss_of(model, x, y) * 1000).backward()
+        with pytest.raises(csdkit.DivergenceError):
+            opt.step()
+        for a, b in zip(model.parameters(), before):
+            assert torch.equal(a, b)
+        assert opt.session.step_count == 1
