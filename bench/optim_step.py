@@ -32,6 +32,15 @@ so the gather is about (e), and the weight copy-back with the rest (launch set-u
 same memory traffic done by torch (the gradients concatenated into a preallocated flat buffer,
 the weights copied back out of a flat buffer).
 
+Then the trainer's view, with a backward pass (synthetic: each parameter's loss term is
+sum(tanh(p) * c) for a fixed random c, so autograd computes and accumulates every gradient and
+runs the optimizer's hooks), twice from the same weights: overlap_backward=False (step() gathers
+every gradient) and overlap_backward=True (each gradient is queued as backward finishes it and
+copied by the kit's filler thread while backward goes on). For each, per repetition:
+`exposed_host_seconds` = the wall time from the end of backward to the return of step(), minus
+the runtime's own step (its report's `seconds`: device work that nothing overlaps yet), and
+`exposed_host_fraction` = that over the runtime's step. Target (issue 26): <= 0.02.
+
 Prints JSON (stdout, or --json FILE) and a short summary on stderr. Stores live in a temporary
 directory this script creates (under --dir) and removes when done. Nothing is asserted on time.
 
@@ -54,6 +63,7 @@ import torch
 from kit_import import import_csdkit
 
 TARGET_OVERHEAD = 0.10  # the issue's target: Python + gather + copy <= 10 % of the step
+TARGET_EXPOSED = 0.02   # issue 26: host work exposed after backward <= 2 % of the runtime step
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 # Bytes per element of the kit's dtype names (Session.grad_dtype / out_dtype). out "none" means
@@ -230,6 +240,51 @@ def bench_dtype(csdkit, name, args, workdir):
     return result
 
 
+def bench_backward(csdkit, name, args, workdir):
+    """The trainer's view: backward, then step(), with overlap_backward off and on (see the
+    module docstring). Returns {"serial": {...}, "overlapped": {...}} of medians."""
+    dtype = DTYPES[name]
+    shapes = transformer_shapes(args.params, args.d_model, args.vocab)
+    out = {}
+    for label, overlap in (("serial", False), ("overlapped", True)):
+        torch.manual_seed(args.seed)
+        params = [torch.nn.Parameter((0.02 * torch.randn(s)).to(dtype)) for s in shapes]
+        coefs = [1e-3 * torch.randn(s) for s in shapes]
+        groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+                  {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+        opt = csdkit.torch.AdamW(groups, lr=1e-4, store=workdir / "{}-{}".format(name, label),
+                                 devices=args.devices, mode=args.mode, overlap_backward=overlap)
+        rows = {k: [] for k in ("backward", "after_backward", "runtime", "exposed")}
+        for rep in range(args.warmup + args.reps):
+            opt.zero_grad(set_to_none=True)
+            t0 = time.perf_counter()
+            loss = sum((torch.tanh(p.float()) * c).sum() for p, c in zip(params, coefs))
+            loss.backward()
+            t1 = time.perf_counter()
+            opt.step()
+            t2 = time.perf_counter()
+            if rep < args.warmup:
+                continue
+            runtime = opt.last_report["seconds"]
+            rows["backward"].append(t1 - t0)
+            rows["after_backward"].append(t2 - t1)
+            rows["runtime"].append(runtime)
+            rows["exposed"].append((t2 - t1) - runtime)
+        exposed = median(rows["exposed"])
+        runtime = median(rows["runtime"])
+        out[label] = {
+            "backward_seconds": summary_of(rows["backward"]),
+            "step_after_backward_seconds": summary_of(rows["after_backward"]),
+            "runtime_step_seconds": summary_of(rows["runtime"]),
+            "exposed_host_seconds": exposed,
+            "exposed_host_fraction": exposed / runtime,
+        }
+        del opt
+    out["target_exposed_host_fraction"] = TARGET_EXPOSED
+    out["overlapped_within_target"] = out["overlapped"]["exposed_host_fraction"] <= TARGET_EXPOSED
+    return out
+
+
 def print_summary(r):
     """A few readable lines per dtype on stderr (the JSON has everything)."""
     s, o, b = r["seconds"], r["overhead"], r["bytes_per_param"]
@@ -263,6 +318,17 @@ def print_summary(r):
         "it would be {:.0%} of opt.step".format(
             ms(o["link_model_step_seconds"]), o["opt_step_vs_link_model"] or 0.0),
     ]
+    bw = r.get("backward")
+    if bw:
+        for label in ("serial", "overlapped"):
+            x = bw[label]
+            lines.append(
+                "  with backward, {}: backward {}, step() after it {}, runtime {}: exposed host "
+                "{} = {:.1%} of the runtime step (target <= {:.0%})".format(
+                    label, ms(x["backward_seconds"]["median"]),
+                    ms(x["step_after_backward_seconds"]["median"]),
+                    ms(x["runtime_step_seconds"]["median"]), ms(x["exposed_host_seconds"]),
+                    x["exposed_host_fraction"], bw["target_exposed_host_fraction"]))
     print("\n".join(lines), file=sys.stderr)
 
 
@@ -300,7 +366,11 @@ def main(argv=None):
     # wrote into it; nothing else is touched.
     workdir = Path(tempfile.mkdtemp(prefix="csdkit-optim-bench-", dir=args.dir))
     try:
-        results = [bench_dtype(csdkit, name, args, workdir) for name in args.dtypes]
+        results = []
+        for name in args.dtypes:
+            r = bench_dtype(csdkit, name, args, workdir)
+            r["backward"] = bench_backward(csdkit, name, args, workdir)
+            results.append(r)
     finally:
         shutil.rmtree(workdir)
     doc = {

@@ -346,8 +346,8 @@ class PySession {
                                   std::to_string(l.tensors().size()) + ", found " +
                                   std::to_string(t));
     }
-    return ReadTensor(grad, "grad of " + TensorName(st, t), st.config().grad,
-                      l.tensors()[t].numel, false)
+    return ReadTensor(grad, "grads[" + std::to_string(t) + "] (grad of " + TensorName(st, t) + ")",
+                      st.config().grad, l.tensors()[t].numel, false)
         .data;
   }
 

@@ -402,7 +402,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 self._finish_step(rep, grad_scaler, scaler_state)
             return loss
         arena = self._uses_arena()
-        grads = self._checked_grads(staged=not arena)
+        grads = self._checked_grads(staged=True)  # (the arena path has no CUDA staging)
         if all(g is None for g in grads):
             self._arena_src.clear()
             self._arena_keep.clear()
