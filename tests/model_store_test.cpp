@@ -274,13 +274,17 @@ TEST(ModelStore, TrainerGradientsInWeightsOut) {
   // The trainer's gradients: per-tensor buffers, and the same values back to back.
   std::vector<std::vector<float>> per(l.tensors().size());
   std::vector<float> flat;
+  // The kit's norm (GradientNorm): per-tensor sums of squares (double, element order), added
+  // in layout order.
   double sum = 0;
   for (size_t t = 0; t < per.size(); ++t) {
     per[t].resize(l.tensors()[t].numel);
+    double st = 0;
     for (float& x : per[t]) {
       x = r.Uniform(-2, 2);
-      sum += static_cast<double>(x) * x;
+      st += static_cast<double>(x) * x;
     }
+    sum += st;
     flat.insert(flat.end(), per[t].begin(), per[t].end());
   }
   std::vector<const void*> ptrs;
