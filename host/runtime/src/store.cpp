@@ -174,7 +174,11 @@ std::shared_ptr<const int> LockStore(const std::string& dir, StoreAccess access)
            ", found it in use by " + HoldersText(h, exclusive) + "; close that one first");
     }
     ::close(fd);
-    Fail("store '" + dir + "': cannot lock the directory: " + std::strerror(e));
+    Fail("store '" + dir + "': cannot lock the directory: " + std::strerror(e) +
+         (e == EBADF || e == ENOLCK || e == EOPNOTSUPP || e == EINVAL
+              ? std::string(" (the file system does not take an flock on a directory, as some "
+                            "network file systems do not: put the store on a local disk)")
+              : std::string()));
   }
   return std::shared_ptr<const int>(new int(fd), [](const int* p) {
     ::close(*p);
