@@ -71,10 +71,15 @@ StepReport Session::Step(const std::vector<const void*>& grads, const StepOption
   GradientSet g =
       GradientSet::Gather(*store_, grads, want_norm ? &norm : nullptr, std::move(gather_buf_));
   if (l2norm != nullptr) *l2norm = norm;
+  return StepDense(std::move(g), norm, o_in, max_norm, weights_out);
+}
+
+StepReport Session::StepDense(GradientSet g, double norm, const StepOptions& o_in,
+                              double max_norm, const std::vector<void*>* weights_out) {
   StepOptions o = o_in;
   if (max_norm > 0) {
-    // The gathered norm is of the gradient as given, i.e. times the loss scale. A non-finite
-    // norm gives clip 0 here, but such a gradient skips the step anyway.
+    // The norm is of the gradient as given, i.e. times the loss scale. A non-finite norm gives
+    // clip 0 here, but such a gradient skips the step anyway.
     const double ls = o.loss_scale ? *o.loss_scale : store_->config().loss_scale;
     o.clip_coef = std::min(1.0, max_norm / (norm / ls + 1e-6));
   }
@@ -85,7 +90,7 @@ StepReport Session::Step(const std::vector<const void*>& grads, const StepOption
     gather_buf_ = std::move(g).TakeBuffer();
     throw;
   }
-  gather_buf_ = std::move(g).TakeBuffer();  // the next step gathers into it again
+  gather_buf_ = std::move(g).TakeBuffer();  // the next step fills it again
   if (!rep.skipped && weights_out != nullptr) scheduler_->CopyWeightsOut(*weights_out);
   return rep;
 }
@@ -210,22 +215,8 @@ StepReport Session::StepArena(const std::vector<bool>& has_grad, const StepOptio
   filled_.assign(filled_.size(), std::nullopt);
   const double norm = GradientNorm(per_tensor);
   if (l2norm != nullptr) *l2norm = norm;
-  StepOptions o = o_in;
-  if (max_norm > 0) {
-    const double ls = o.loss_scale ? *o.loss_scale : store_->config().loss_scale;
-    o.clip_coef = std::min(1.0, max_norm / (norm / ls + 1e-6));
-  }
-  GradientSet g = GradientSet::FromArena(*store_, std::move(gather_buf_), has_grad, finite);
-  StepReport rep;
-  try {
-    rep = scheduler_->Step(g, o);
-  } catch (...) {
-    gather_buf_ = std::move(g).TakeBuffer();
-    throw;
-  }
-  gather_buf_ = std::move(g).TakeBuffer();
-  if (!rep.skipped && weights_out != nullptr) scheduler_->CopyWeightsOut(*weights_out);
-  return rep;
+  return StepDense(GradientSet::FromArena(*store_, std::move(gather_buf_), has_grad, finite), norm,
+                   o_in, max_norm, weights_out);
 }
 
 StepReport Session::StepSparse(std::vector<std::vector<SparseGrad>> streams,

@@ -103,6 +103,11 @@ class Session {
  private:
   Session() = default;
   void Start(const DeviceSpec& spec);
+  /// What Step and StepArena share: the clip coefficient from `norm` and `max_norm`, the
+  /// scheduler's step on `g` (whose buffer, the arena, comes back to gather_buf_ whatever
+  /// happens), the weights out.
+  StepReport StepDense(GradientSet g, double norm, const StepOptions& o, double max_norm,
+                       const std::vector<void*>* weights_out);
 
   std::unique_ptr<Store> store_;
   std::unique_ptr<DeviceSet> devices_;

@@ -21,6 +21,7 @@
 #include "csdkit/runtime/sizing.h"
 #include "csdkit/runtime/state_io.h"
 #include "csdkit/runtime/store.h"
+#include "csdkit/runtime/work_dir.h"
 #include "store_internal.h"
 
 namespace csdkit {
@@ -593,22 +594,13 @@ class Destination {
 
 Destination ClaimDestination(const std::string& dst) {
   Destination out;
-  // Parents first, each created by this command recorded (removed again on failure).
-  std::vector<fs::path> missing;
   std::error_code ec;
-  for (fs::path p = fs::path(dst).parent_path(); !p.empty() && p != p.root_path();
-       p = p.parent_path()) {
-    if (fs::exists(fs::symlink_status(p, ec))) break;
-    missing.push_back(p);
-  }
   try {
-    for (auto p = missing.rbegin(); p != missing.rend(); ++p) {
-      if (::mkdir(p->c_str(), 0777) == 0) {
-        out.made_.push_back(p->string());
-      } else if (errno != EEXIST) {
-        Fail("reshard: cannot create '" + p->string() + "' (a parent of the destination): " +
-             std::strerror(errno));
-      }
+    // Parents first, each created by this command recorded (removed again on failure).
+    try {
+      CreateMissingDirs(fs::path(dst).parent_path().string(), &out.made_);
+    } catch (const std::runtime_error& e) {
+      Fail(std::string("reshard: a parent of the destination: ") + e.what());
     }
     // mkdir fails if the destination exists: only then is an existing one considered, and
     // only if it is an empty directory.
