@@ -61,7 +61,8 @@ def main():
     result = dict(weights=[], reports=[], error=None)
     try:
         model = dist_common.make_model(DTYPES[a.dtype], hidden=a.hidden)
-        kw = dict(store=a.store, devices=a.devices, max_grad_norm=a.max_grad_norm)
+        kw = dict(store=a.store, devices=a.devices, max_grad_norm=a.max_grad_norm,
+                  fused=bool(a.loss_scales))  # GradScaler.step hands itself to step()
         if a.topk is not None:
             kw["compress"] = csdkit.torch.TopK(a.topk)
         if a.opt == "SGD":

@@ -76,7 +76,7 @@ class SliceReference:
             at += p.numel()
         self.global_groups = list(local)  # local group i is global group global_groups[i]
         self.opt = ct.AdamW(list(local.values()), lr=1e-2, store=str(tmp / ("ref%d" % rank)),
-                            devices=devices, compress=ct.TopK(ratio))
+                            devices=devices, compress=ct.TopK(ratio), fused=True)
         self.scaler = cpu_grad_scaler(1.0)[0]
 
     def step(self, grads, step, scale):
@@ -218,7 +218,7 @@ def test_world_one_equals_the_single_process_optimizer(tmp_path):
     rr["ratio"] = ratio
     model = dist_common.make_model()
     opt = ct.AdamW(dist_common.param_groups(model), lr=1e-2, store=str(tmp_path / "ref"),
-                   devices=2, compress=ct.TopK(ratio), max_grad_norm=max_norm)
+                   devices=2, compress=ct.TopK(ratio), max_grad_norm=max_norm, fused=True)
     scaler = cpu_grad_scaler(1.0)[0]
     params = list(model.parameters())
     for s in range(steps):

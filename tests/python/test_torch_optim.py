@@ -233,8 +233,10 @@ def test_constructor_arguments_are_validated(twin_models, tmp_path):
     for kw, exc, text in cases:
         with pytest.raises(exc, match=text.replace("(", r"\(").replace(")", r"\)")):
             ct.AdamW(p(), store=s, **kw)
-    with pytest.raises(ValueError, match="Invalid store"):
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'store'"):
         ct.AdamW(p())
+    with pytest.raises(ValueError, match="Invalid store"):
+        ct.AdamW(p(), store="")
     with pytest.raises(ValueError, match="Nesterov momentum requires"):
         ct.SGD(p(), lr=0.1, nesterov=True, store=s)
     with pytest.raises(ValueError, match="Invalid initial_accumulator_value"):

@@ -42,10 +42,10 @@ See docs/trainer.md, "Data parallel (torch.distributed)".
 """
 
 import hashlib
+import inspect
 import json
 import math
 import os
-import stat
 
 import torch
 import torch.distributed as dist
@@ -60,51 +60,15 @@ _DTYPE_CODE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _FORMAT = "csdkit-zero-partition-1"
 
 
-# The bounds every JSON the kit reads holds to (csdkit/platform/json_file.h): a regular file
-# (a FIFO would block open() forever), at most 1 MiB for a record, nested at most 64 deep.
+# A rank record is read under the bounds of every JSON the kit reads (optim._read_json: a
+# regular file -- a FIFO would block open() forever --, nested at most 64 deep), at most 1 MiB.
 _MAX_RECORD_BYTES = 1 << 20
-_MAX_JSON_DEPTH = 64
-
-
-def _json_depth(text):
-    """The deepest nesting of arrays and objects in `text`, counted outside strings."""
-    depth = deepest = 0
-    in_str = esc = False
-    for c in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-    return deepest
 
 
 def _read_record(path):
     """A partition record as a dict, or ValueError naming the file, what was expected and
     what was found."""
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError("expected a regular JSON file, found {}".format(
-            "a directory" if stat.S_ISDIR(st.st_mode) else
-            "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file"))
-    if st.st_size > _MAX_RECORD_BYTES:
-        raise ValueError("expected at most {} bytes of JSON, found {}"
-                         .format(_MAX_RECORD_BYTES, st.st_size))
-    with open(path) as f:
-        text = f.read(_MAX_RECORD_BYTES + 1)
-    if _json_depth(text) > _MAX_JSON_DEPTH:
-        raise ValueError("expected JSON nested at most {} levels deep, found deeper nesting"
-                         .format(_MAX_JSON_DEPTH))
-    rec = json.loads(text)
+    rec = _optim._read_json(path, _MAX_RECORD_BYTES)
     if not isinstance(rec, dict):
         raise ValueError("expected a JSON object (a partition record), found {}"
                          .format(type(rec).__name__))
@@ -825,6 +789,12 @@ def _distributed(base):
                    .format(base.__name__, base.__name__))
 
     Cls.__name__ = Cls.__qualname__ = base.__name__
+    # What inspect.signature (and so IDEs and help()) shows: the base optimizer's arguments
+    # plus process_group, keyword only.
+    sig = inspect.signature(base.__init__)
+    Cls.__signature__ = sig.replace(parameters=[
+        p for p in sig.parameters.values() if p.name != "self"] + [inspect.Parameter(
+            "process_group", inspect.Parameter.KEYWORD_ONLY, default=None)])
     return Cls
 
 

@@ -15,15 +15,19 @@ device), and every step runs there:
     go through pinned host buffers);
   * state_dict() / load_state_dict() speak PyTorch's format, so checkpoints move between
     torch.optim.X and csdkit.torch.X both ways;
-  * torch.cuda.amp.GradScaler folds its unscale into the kit's step (_step_supports_amp_scaling).
+  * torch.amp.GradScaler unscales the gradients before step() as for any optimizer, or, with
+    fused=True, hands itself to step() and the kit folds the unscale into its own pass
+    (_step_supports_amp_scaling, as torch's fused optimizers).
 
 Parameters may be float32 (gradients float32; the fp32 weights come back over the link) or
 float16/bfloat16 (gradients of that dtype; the kit keeps fp32 master weights and returns a
 correctly rounded copy). Deviations from torch.optim are listed in docs/trainer.md.
 """
 
+import json
 import math
 import os
+import stat
 import time
 import warnings
 import weakref
@@ -40,8 +44,59 @@ __all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion"]
 _KIT_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
 
 # The kit's own constructor arguments, shared by every optimizer, and their defaults.
-_KIT_ARGS = dict(store=None, devices=1, backend="model", device_mem=4 << 30, link_model=True,
+_KIT_ARGS = dict(store=None, devices=None, backend="model", device_mem=4 << 30, link_model=True,
                  mode="smart", max_grad_norm=None, compress=None, overlap_backward=True)
+
+
+def _kit_args(local_vars):
+    """The kit's keyword arguments out of a constructor's locals()."""
+    return {k: local_vars[k] for k in _KIT_ARGS}
+
+
+def _read_json(path, max_bytes):
+    """A JSON document the kit wrote (a manifest, a rank record) read under the bounds its C++
+    reader holds to (csdkit/platform/json_file.h): a regular file of at most `max_bytes`,
+    nested at most _MAX_JSON_DEPTH deep. ValueError naming what was expected and found."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("expected a regular JSON file, found {}".format(
+            "a directory" if stat.S_ISDIR(st.st_mode) else
+            "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file"))
+    if st.st_size > max_bytes:
+        raise ValueError("expected at most {} bytes of JSON, found {}"
+                         .format(max_bytes, st.st_size))
+    with open(path) as f:
+        text = f.read(max_bytes + 1)
+    if _json_depth(text) > _MAX_JSON_DEPTH:
+        raise ValueError("expected JSON nested at most {} levels deep, found deeper nesting"
+                         .format(_MAX_JSON_DEPTH))
+    return json.loads(text)
+
+
+_MAX_JSON_DEPTH = 64
+_MAX_MANIFEST_BYTES = 64 << 20  # kMaxJsonFileBytes
+
+
+def _json_depth(text):
+    """The deepest nesting of arrays and objects in `text`, counted outside strings."""
+    depth = deepest = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 class _StoreOptimizer(torch.optim.Optimizer):
@@ -57,26 +112,24 @@ class _StoreOptimizer(torch.optim.Optimizer):
     _optimizer = None
     _state_keys = {}
     _has_step_state = True  # PyTorch's state has a per-parameter "step"
-    #: torch.cuda.amp.GradScaler hands itself to step() (grad_scaler=) instead of unscaling
-    #: the gradients in a separate pass: the kit folds 1/scale into its unscale factor.
-    _step_supports_amp_scaling = True
+    #: With fused=True (set per instance in __init__), torch.amp.GradScaler hands itself to
+    #: step() (grad_scaler=) instead of unscaling the gradients in a separate pass: the kit
+    #: folds 1/scale into its unscale factor.
+    _step_supports_amp_scaling = False
     #: Whether gradients may be handed to the kit's gradient arena as backward finishes them
     #: (overlap_backward); the partitioned optimizer of csdkit.torch.distributed hands over its
     #: reduce-scattered slice instead.
     _arena_capable = True
 
     def __init__(self, params, defaults, kit):
-        unknown = sorted(set(kit) - set(_KIT_ARGS))
-        if unknown:
-            raise TypeError("{}.__init__() got an unexpected keyword argument '{}'"
-                            .format(type(self).__name__, unknown[0]))
-        kit = dict(_KIT_ARGS, **kit)
         store, devices, backend = kit["store"], kit["devices"], kit["backend"]
         device_mem, mode, max_grad_norm = kit["device_mem"], kit["mode"], kit["max_grad_norm"]
         if store is None or not isinstance(store, (str, os.PathLike)) or not str(store):
             raise ValueError("Invalid store: expected a directory path, found {!r}".format(store))
-        if not isinstance(devices, int) or isinstance(devices, bool) or devices < 1:
-            raise ValueError("Invalid devices value: {!r} (expected an int >= 1)".format(devices))
+        if devices is not None and (not isinstance(devices, int) or isinstance(devices, bool)
+                                    or devices < 1):
+            raise ValueError("Invalid devices value: {!r} (expected None or an int >= 1)"
+                             .format(devices))
         if backend not in ("model", "rtl", "opencl"):
             raise ValueError("Invalid backend: {!r} (expected 'model', 'rtl' or 'opencl')"
                              .format(backend))
@@ -93,11 +146,20 @@ class _StoreOptimizer(torch.optim.Optimizer):
         if compress is not None and not isinstance(compress, TopK):
             raise ValueError("Invalid compress: expected None or csdkit.torch.TopK(ratio), found "
                              "{!r}".format(compress))
+        self._check_store_path(os.fspath(store), devices)
         super().__init__(params, defaults)
+        # torch's fused optimizers take GradScaler's unscale into their step; so does the kit's
+        # with fused=True (GradScaler.step hands itself over, the kit divides the scale out in
+        # its own pass). Otherwise GradScaler unscales the gradients itself first, and trainers
+        # that refuse gradient clipping for optimizers that unscale internally (Lightning) let
+        # it clip.
+        self._step_supports_amp_scaling = bool(defaults.get("fused"))
+        self._closed = False
+        self._weights_checked = False  # an opened store's weights were found to be the model's
         self._compress = compress
         self._flat_acc = None    # with compress: the flattened accumulated gradient (reused)
         self._store_dir = os.fspath(store)
-        self._devices = devices
+        self._devices = 1 if devices is None else devices
         self._backend = backend
         self._device_mem = device_mem
         self._link_model = bool(kit["link_model"])
@@ -125,6 +187,43 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 self._hook_params(group["params"])
         for group in self.param_groups:
             self._check_group(group)
+
+    def _check_store_path(self, path, devices):
+        """What can be checked of `store` before the first step: an existing path must be a
+        directory; a missing one must be creatable (its nearest existing ancestor a directory
+        this process may write); an existing store must be one of this optimizer, and of
+        `devices` devices when that is given."""
+        name = type(self).__name__
+        if os.path.lexists(path):
+            if not os.path.isdir(path):
+                raise ValueError("Invalid store '{}': expected a directory (or a path to create "
+                                 "one at), found a file".format(path))
+            manifest = os.path.join(path, "manifest.json")
+            if not os.path.lexists(manifest):
+                return
+            try:
+                config = _read_json(manifest, _MAX_MANIFEST_BYTES)["config"]
+                found_opt, found_devices = str(config["optimizer"]), int(config["devices"])
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise csdkit.StoreError("store '{}': expected a readable manifest.json, found "
+                                        "{}".format(path, e)) from None
+            if found_opt != self._optimizer:
+                raise ValueError("Invalid store '{}': expected a store of {} (optimizer '{}'), "
+                                 "found one of optimizer '{}'"
+                                 .format(path, name, self._optimizer, found_opt))
+            if devices is not None and devices != found_devices:
+                raise ValueError("Invalid devices value: {} (the store '{}' has {} devices; "
+                                 "leave devices unset to open it with its own, or reshard it: "
+                                 "csdkit reshard)".format(devices, path, found_devices))
+            return
+        parent = os.path.dirname(os.path.abspath(path))
+        while not os.path.lexists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+            raise ValueError("Invalid store '{}': expected a path where a directory can be "
+                             "created, found '{}' {}".format(
+                                 path, parent, "not writable" if os.path.isdir(parent)
+                                 else "not a directory"))
 
     # -- the model --------------------------------------------------------------------------
 
@@ -181,9 +280,12 @@ class _StoreOptimizer(torch.optim.Optimizer):
                                  .format(name, g0, g))
 
     def _ensure_session(self, check_weights=True):
+        self._check_open()
         params, layout = self._describe_model()
         if self._session is not None:
             self._check_same_model(params, layout)
+            if check_weights and not self._weights_checked:
+                self._check_weights_match()
             return False
         hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
         opened = os.path.exists(os.path.join(self._store_dir, "manifest.json"))
@@ -209,6 +311,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         self._shapes = [tuple(p.shape) for p in params]
         self._staging = staging
         self._arena_index = {id(p): t for t, p in enumerate(params)}
+        self._weights_checked = not opened
         if opened and check_weights:
             self._check_weights_match()
         return opened
@@ -229,6 +332,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 i = int((mine != store).nonzero()[0])
                 step = self._session.step_count
                 self._session = None  # closes the store (and releases its lock)
+                self._weights_checked = False
                 raise csdkit.StoreError(
                     "store '{}' (committed step {}): expected the model's weights, found "
                     "others: {} element {} is {!r} in the model and {!r} in the store, so the "
@@ -236,6 +340,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
                     "weights into the model, or load the model checkpoint of step {}"
                     .format(self._store_dir, step, name, i, float(mine[i]), float(store[i]),
                             step))
+        self._weights_checked = True
 
     @property
     def session(self):
@@ -266,7 +371,53 @@ class _StoreOptimizer(torch.optim.Optimizer):
         with torch.no_grad():
             for p, t in zip(self._params, theta):
                 p.copy_(t.reshape(p.shape))
+        self._weights_checked = True
         return step
+
+    # -- the store's lifetime ---------------------------------------------------------------
+
+    def close(self):
+        """Closes the store (releasing its lock, so that another optimizer or `csdkit` command
+        may open it) and removes the gradient hooks. Idempotent. A closed optimizer refuses
+        step(), state_dict() and load_state_dict(); its last_report stays. Also what leaving a
+        `with` block does."""
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        for h in self._grad_hooks:
+            (h[1] if isinstance(h, tuple) else h).remove()
+        self._grad_hooks.clear()
+        self._arena_src.clear()
+        self._arena_keep.clear()
+        self._session = None  # the session's destructor closes the devices and the store
+
+    @property
+    def closed(self):
+        """True after close()."""
+        return self._closed
+
+    def __enter__(self):
+        self._check_open()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("{}: closed (its store '{}' was released by close()); create a "
+                               "new optimizer to use the store again"
+                               .format(type(self).__name__, self._store_dir))
+
+    def __getstate__(self):
+        # copy.deepcopy and pickle go through here. A copy would be a second writer of the same
+        # store (refused by its lock at its first step) or an optimizer without one; neither is
+        # what a copy of a torch.optim optimizer is, so none is made.
+        raise TypeError("{} cannot be copied or pickled: its state lives in the store '{}', "
+                        "which has one writer; save state_dict() (torch.save) and load it into "
+                        "a new optimizer instead".format(type(self).__name__,
+                                                         getattr(self, "_store_dir", "?")))
 
     def add_param_group(self, param_group):
         if getattr(self, "_session", None) is not None:
@@ -620,11 +771,15 @@ class _StoreOptimizer(torch.optim.Optimizer):
         parameter's shape, read from the store's committed step (CRC-checked). For float16 /
         bfloat16 models also 'fp32_master': the fp32 master weights, which torch.optim ignores
         and load_state_dict here restores. Before the store exists the state is empty, as
-        torch.optim's before its first step.
+        torch.optim's before its first step; a store that exists is opened (as by step()) and
+        its committed step is what is returned, before this session's first step too.
         """
+        self._check_open()
         sd = super().state_dict()
         if self._session is None:
-            return sd
+            if not os.path.exists(os.path.join(self._store_dir, "manifest.json")):
+                return sd
+            self._ensure_session(check_weights=False)
         step = self._session.step_count
         vars_ = self._session.vars
         exported = {}
@@ -664,7 +819,14 @@ class _StoreOptimizer(torch.optim.Optimizer):
         The store's step becomes the state's 'step' (all parameters must agree: the kit keeps
         one step count). The weights are the parameters' current values (load the model first),
         or 'fp32_master' where present. Creates the store if it does not exist yet.
+
+        The store's own committed state handed back -- o.load_state_dict(o.state_dict()), what
+        Accelerate's prepare() does -- is recognised (step, buffers and weights equal bit for
+        bit) and not imported: only the param groups change. If its step and buffers are the
+        store's but the model's weights are not (a model not loaded to the store's step),
+        csdkit.StoreError is raised rather than the store's weights replaced by the model's.
         """
+        self._check_open()
         if not isinstance(state_dict, dict) or "state" not in state_dict \
                 or "param_groups" not in state_dict:
             raise ValueError("state_dict: expected a dict with 'state' and 'param_groups' (an "
@@ -721,6 +883,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         if len(steps) > 1:
             raise ValueError("state: expected one 'step' for every parameter (the kit keeps one "
                              "step count per store), found steps {}".format(sorted(steps)))
+        step_given = bool(steps)
         step = steps.pop() if steps else (1 if any_buffer else 0)
         # Apply: the groups first (the store records them with the imported step); a refusal
         # below puts this optimizer's back.
@@ -734,12 +897,19 @@ class _StoreOptimizer(torch.optim.Optimizer):
                     raise ValueError("state: '{}' buffers given, but the store '{}' keeps none "
                                      "(SGD: momentum was 0 when it was created)"
                                      .format(self._state_keys[var], self._store_dir))
+            master_given = any("fp32_master" in saved_state.get(index_of[id(p)], {})
+                               for p in params)
             hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
-            self._session.import_state(
-                step, theta,
-                m=bufs["m"] if "m" in bufs and "m" in vars_ else None,
-                v=bufs["v"] if "v" in bufs and "v" in vars_ else None,
-                group_hyper=hyper)
+            # The store's own committed state handed back (o.load_state_dict(o.state_dict()),
+            # as Accelerate's prepare() does) is not imported: the step count stays, and
+            # nothing is written.
+            if not self._is_committed_state(step if step_given else None, theta, bufs,
+                                            master_given):
+                self._session.import_state(
+                    step, theta,
+                    m=bufs["m"] if "m" in bufs and "m" in vars_ else None,
+                    v=bufs["v"] if "v" in bufs and "v" in vars_ else None,
+                    group_hyper=hyper)
         except BaseException:
             self.param_groups[:] = old_groups
             raise
@@ -749,6 +919,41 @@ class _StoreOptimizer(torch.optim.Optimizer):
             st.pop("topk_residual_scale", None)
             if r is not None:
                 st["topk_residual"], st["topk_residual_scale"] = r
+
+    def _is_committed_state(self, step, theta, bufs, master_given):
+        """Whether a loaded state is the store's committed one: its step (None: the state has
+        none, as SGD's), every buffer (all given) and the weights equal, bit for bit. When only
+        the weights differ and they were taken from the model (no 'fp32_master'), the model is
+        not at the store's step: importing would make the model's weights the store's and lose
+        its own, so that is refused."""
+        sess = self._session
+        if sess.step_count == 0 or (step is not None and step != sess.step_count):
+            return False
+        for var in bufs:
+            if var not in sess.vars:
+                if any(b is not None for b in bufs[var]):
+                    return False
+                continue
+            if any(b is None for b in bufs[var]):
+                return False
+            stored = [torch.empty(b.numel(), dtype=torch.float32) for b in bufs[var]]
+            sess.export_state(var, stored)
+            if not all(torch.equal(a, b) for a, b in zip(stored, bufs[var])):
+                return False
+        stored = self._store_weights()
+        for (name, _, _), a, b in zip(self._layout, stored, theta):
+            if not torch.equal(a, b):
+                if master_given:
+                    return False
+                i = int((a != b).nonzero()[0])
+                raise csdkit.StoreError(
+                    "load_state_dict: the state is the store '{}''s committed step {} (every "
+                    "buffer equal), but the model's weights are not the store's ({} element {} "
+                    "is {!r} in the model and {!r} in the store): importing would replace the "
+                    "store's weights with the model's; call resume() to load the store's "
+                    "weights into the model first, or load the model checkpoint of step {}"
+                    .format(self._store_dir, step, name, i, float(b[i]), float(a[i]), step))
+        return True
 
     @staticmethod
     def _flat(t, p, what):
@@ -768,7 +973,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         if group.get("maximize", False):
             raise NotImplementedError("{}: maximize=True is not implemented by the kit"
                                       .format(type(self).__name__))
-        for flag in ("capturable", "differentiable", "fused"):
+        for flag in ("capturable", "differentiable"):
             if group.get(flag, False):
                 raise NotImplementedError("{}: {}=True is not implemented by the kit"
                                           .format(type(self).__name__, flag))
@@ -804,46 +1009,79 @@ def _residual_scale(res, st, what):
 
 
 _KIT_DOC = """
-    Kit arguments (keyword only): store (the store directory, required), devices (1), backend
-    ('model'), device_mem (4 GiB), link_model (True), mode ('smart'), max_grad_norm (None: no
-    clipping; > 0: clip by the global L2 norm as torch.nn.utils.clip_grad_norm_ does, with the
-    norm computed while the gradients are gathered: no second pass; with compress, the norm of
-    the accumulated gradient before compression), compress (None: dense gradients;
-    csdkit.torch.TopK(ratio): Top-K streams per (device, subgroup) with error feedback, the
-    residual in self.state[p]['topk_residual']; a parameter without a gradient is left alone, its
-    residual too), overlap_backward (True: CPU gradients are handed to the kit as backward
-    finishes each -- a hook queues the parameter's gradient, which the kit's filler thread copies
-    into its transfer buffer and checks (finiteness, sum of squares) while backward goes on, so
-    that step() makes no pass over them; a gradient changed after backward (clip_grad_norm_,
-    GradScaler.unscale_, replaced) is copied again at step(). The step is bit for bit the one of
-    overlap_backward=False, which gathers every gradient in step(). CUDA parameters, compress=
-    and csdkit.torch.distributed take the serial path.)
+    The kit's arguments (keyword only):
+        store (str or os.PathLike, required): the store's directory. The first step() creates
+            the store there from the parameters, or opens the store it holds, which must be one
+            of this model and optimizer at the model's weights (see resume()). Checked at
+            construction: a path that can be created, or an existing store of this optimizer.
+        devices (int, optional): computational storage devices of a new store (default 1); an
+            existing store is opened with its own count, and a different value is refused.
+        backend (str): the devices' kernel: 'model' (the bit-accurate C++ model, default),
+            'rtl' (the Verilated RTL) or 'opencl'.
+        device_mem (int): each device's memory in bytes (default 4 GiB); sizes the subgroups.
+        link_model (bool): book each step on the SmartSSD link model (report's
+            'virtual_seconds'; default True).
+        mode (str): 'smart' (the update on the devices, default) or 'baseline' (ZeRO-Infinity
+            style: the state over the shared link, the update on the host).
+        max_grad_norm (float, optional): clip by the global L2 norm as
+            torch.nn.utils.clip_grad_norm_ does, with the norm computed while the kit reads the
+            gradients (no second pass); None: no clipping. With compress=, the norm of the
+            accumulated gradient before compression.
+        compress (csdkit.torch.TopK, optional): Top-K gradient streams per (device, subgroup)
+            with error feedback (the residual in state[p]['topk_residual']); None: dense.
+        overlap_backward (bool): hand CPU gradients to the kit as backward finishes each (a
+            hook per parameter; the kit copies and checks them while backward goes on), so that
+            step() makes no pass over them; a gradient changed after backward is read again at
+            step(). Bit for bit the step of overlap_backward=False. Default True; CUDA
+            parameters, compress= and csdkit.torch.distributed take the serial path.
+        fused (bool, optional): True folds torch.amp.GradScaler's unscale into the kit's step
+            (GradScaler.step() hands itself over instead of unscaling first), as torch's fused
+            optimizers do; trainers then refuse their own gradient clipping (Lightning's
+            gradient_clip_val): use max_grad_norm. Default None (False).
+
+    A step returns the loss of `closure` when given; last_report holds the runtime's report.
+    close() (or leaving a `with` block) releases the store. Deviations from torch.optim:
+    docs/trainer.md.
 """
 
 
 class AdamW(_StoreOptimizer):
-    r"""AdamW (decoupled weight decay) with the update in csdkit; torch.optim.AdamW's arguments
-    and defaults plus the kit's.
+    r"""AdamW (decoupled weight decay) whose optimizer state lives in a csdkit store and whose
+    update runs on its devices: torch.optim.AdamW's arguments and defaults plus the kit's.
 
-    Per element, at step t (the store's step count), in binary32 without fused multiply-add:
+    Args:
+        params (iterable): parameters or dicts defining parameter groups (float32, float16 or
+            bfloat16, one dtype for the model; CPU or CUDA).
+        lr (float): learning rate (default 1e-3).
+        betas (Tuple[float, float]): coefficients of the running averages (default
+            (0.9, 0.999)).
+        eps (float): added to the denominator (default 1e-8).
+        weight_decay (float): decoupled weight decay (default 1e-2).
+        amsgrad, maximize, capturable, differentiable: accepted for compatibility; True is
+            refused (NotImplementedError). foreach: ignored (the kit has one implementation).
+
+    Per element, at step t, in binary32 without fused multiply-add:
         theta <- theta * (1 - lr * weight_decay)
         m <- beta1 * m + (1 - beta1) * g
         v <- beta2 * v + (1 - beta2) * g * g
         theta <- theta - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-    (the kernel's order of operations is normative: docs/optimizers.md).
-    amsgrad, maximize and capturable are refused (NotImplementedError).
-    State (state_dict): step, exp_avg, exp_avg_sq.
-    """ + _KIT_DOC
+    (the kernel's order of operations is normative: docs/optimizers.md). State (state_dict):
+    step, exp_avg, exp_avg_sq.
+    """
 
     _optimizer = "adamw"
     _state_keys = {"m": "exp_avg", "v": "exp_avg_sq"}
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False, foreach=None, capturable=False, **kit):
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None, store, devices=None, backend="model",
+                 device_mem=4 << 30, link_model=True, mode="smart", max_grad_norm=None,
+                 compress=None, overlap_backward=True):
         _check_adam_args(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                        foreach=foreach, maximize=maximize, capturable=capturable)
-        super().__init__(params, defaults, kit)
+                        foreach=foreach, maximize=maximize, capturable=capturable,
+                        differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults, _kit_args(locals()))
 
     def _check_group(self, group):
         super()._check_group(group)
@@ -858,36 +1096,57 @@ class AdamW(_StoreOptimizer):
 
 
 class Adam(AdamW):
-    r"""Adam (L2 weight decay folded into the gradient: g + weight_decay * theta) with the update
-    in csdkit; torch.optim.Adam's arguments and defaults (weight_decay=0) plus the kit's.
-    amsgrad, maximize and capturable are refused (NotImplementedError).
+    r"""Adam (L2 weight decay folded into the gradient: g + weight_decay * theta) whose
+    optimizer state lives in a csdkit store and whose update runs on its devices:
+    torch.optim.Adam's arguments and defaults (weight_decay=0) plus the kit's.
+
+    Args:
+        params, lr, betas, eps: as torch.optim.Adam (defaults 1e-3, (0.9, 0.999), 1e-8).
+        weight_decay (float): L2 penalty (default 0).
+        amsgrad, maximize, capturable, differentiable: True is refused (NotImplementedError).
+        foreach: ignored.
+
     State (state_dict): step, exp_avg, exp_avg_sq.
-    """ + _KIT_DOC
+    """
 
     _optimizer = "adam"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 amsgrad=False, *, foreach=None, maximize=False, capturable=False, **kit):
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, store, devices=None, backend="model",
+                 device_mem=4 << 30, link_model=True, mode="smart", max_grad_norm=None,
+                 compress=None, overlap_backward=True):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize, foreach=foreach,
-                         capturable=capturable, **kit)
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         **_kit_args(locals()))
 
 
 class SGD(_StoreOptimizer):
-    r"""SGD (momentum, dampening, Nesterov, L2 weight decay) with the update in csdkit;
-    torch.optim.SGD's arguments (lr is required) plus the kit's. The store keeps a momentum
-    buffer only when momentum != 0 at creation; turning momentum on or off later is refused.
-    maximize and differentiable are refused (NotImplementedError).
+    r"""SGD (momentum, dampening, Nesterov, L2 weight decay) whose optimizer state lives in a
+    csdkit store and whose update runs on its devices: torch.optim.SGD's arguments plus the
+    kit's.
+
+    Args:
+        params (iterable): as torch.optim.SGD.
+        lr (float): learning rate (required).
+        momentum, dampening, weight_decay (float), nesterov (bool): as torch.optim.SGD (defaults
+            0, 0, 0, False). The store keeps a momentum buffer only when momentum != 0 at its
+            creation; turning momentum on or off later is refused.
+        maximize, differentiable: True is refused (NotImplementedError). foreach: ignored.
+
     State (state_dict): momentum_buffer (None without momentum); PyTorch keeps no step.
-    """ + _KIT_DOC
+    """
 
     _optimizer = "sgd"
     _state_keys = {"m": "momentum_buffer"}
     _has_step_state = False
 
-    def __init__(self, params, lr=required, momentum=0, dampening=0,
-                 weight_decay=0, nesterov=False, *, maximize=False, foreach=None,
-                 differentiable=False, **kit):
+    def __init__(self, params, lr=required, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None, store, devices=None, backend="model", device_mem=4 << 30,
+                 link_model=True, mode="smart", max_grad_norm=None, compress=None,
+                 overlap_backward=True):
         if lr is not required and lr < 0.0:
             raise ValueError("Invalid learning rate: {}".format(lr))
         if momentum < 0.0:
@@ -898,8 +1157,8 @@ class SGD(_StoreOptimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
-                        foreach=foreach, differentiable=differentiable)
-        super().__init__(params, defaults, kit)
+                        foreach=foreach, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults, _kit_args(locals()))
 
     def _group_hyper(self, group):
         return dict(lr=float(group["lr"]), momentum=float(group["momentum"]),
@@ -908,17 +1167,26 @@ class SGD(_StoreOptimizer):
 
 
 class Adagrad(_StoreOptimizer):
-    r"""Adagrad (lr decay, L2 weight decay, initial accumulator value) with the update in csdkit;
-    torch.optim.Adagrad's arguments and defaults plus the kit's. maximize is refused
-    (NotImplementedError). initial_accumulator_value is used when the store is created.
+    r"""Adagrad (lr decay, L2 weight decay, initial accumulator value) whose optimizer state
+    lives in a csdkit store and whose update runs on its devices: torch.optim.Adagrad's
+    arguments and defaults plus the kit's.
+
+    Args:
+        params, lr, lr_decay, weight_decay, initial_accumulator_value, eps: as
+            torch.optim.Adagrad (defaults 1e-2, 0, 0, 0, 1e-10); initial_accumulator_value is
+            used when the store is created.
+        maximize, differentiable: True is refused (NotImplementedError). foreach: ignored.
+
     State (state_dict): step, sum.
-    """ + _KIT_DOC
+    """
 
     _optimizer = "adagrad"
     _state_keys = {"v": "sum"}
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
-                 eps=1e-10, foreach=None, *, maximize=False, **kit):
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None,
+                 store, devices=None, backend="model", device_mem=4 << 30, link_model=True,
+                 mode="smart", max_grad_norm=None, compress=None, overlap_backward=True):
         if not 0.0 <= lr:
             raise ValueError("Invalid learning rate: {}".format(lr))
         if not 0.0 <= lr_decay:
@@ -932,8 +1200,8 @@ class Adagrad(_StoreOptimizer):
             raise ValueError("Invalid epsilon value: {}".format(eps))
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
-                        maximize=maximize)
-        super().__init__(params, defaults, kit)
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults, _kit_args(locals()))
 
     def _group_hyper(self, group):
         return dict(lr=float(group["lr"]), lr_decay=float(group["lr_decay"]),
@@ -942,28 +1210,45 @@ class Adagrad(_StoreOptimizer):
 
 
 class Lion(_StoreOptimizer):
-    r"""Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms") with the update
-    in csdkit. PyTorch has no Lion; the arguments and defaults are the paper's reference ones:
-    lr=1e-4, betas=(0.9, 0.99), weight_decay=0 (decoupled, as AdamW).
+    r"""Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms") whose optimizer
+    state lives in a csdkit store and whose update runs on its devices. PyTorch has no Lion;
+    the arguments and defaults are the paper's reference ones.
+
+    Args:
+        params (iterable): parameters or dicts defining parameter groups.
+        lr (float): learning rate (default 1e-4).
+        betas (Tuple[float, float]): interpolation and momentum coefficients (default
+            (0.9, 0.99)).
+        weight_decay (float): decoupled, as AdamW's (default 0).
+        maximize: True is refused (NotImplementedError).
 
     Per element, in binary32 without fused multiply-add:
         c <- beta1 * m + (1 - beta1) * g
         theta <- theta * (1 - lr * weight_decay) - lr * sign(c)
         m <- beta2 * m + (1 - beta2) * g
-    maximize is refused (NotImplementedError).
     State (state_dict): step (the store's step count; Lion's update does not use it), exp_avg.
-    """ + _KIT_DOC
+    """
 
     _optimizer = "lion"
     _state_keys = {"m": "exp_avg"}
 
     def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False,
-                 **kit):
+                 fused=None, store, devices=None, backend="model", device_mem=4 << 30,
+                 link_model=True, mode="smart", max_grad_norm=None, compress=None,
+                 overlap_backward=True):
         _check_adam_args(lr, betas, 0.0, weight_decay)  # Lion has no eps
-        defaults = dict(lr=lr, betas=betas, weight_decay=weight_decay, maximize=maximize)
-        super().__init__(params, defaults, kit)
+        defaults = dict(lr=lr, betas=betas, weight_decay=weight_decay, maximize=maximize,
+                        fused=fused)
+        super().__init__(params, defaults, _kit_args(locals()))
 
     def _group_hyper(self, group):
         b1, b2 = group["betas"]
         return dict(lr=float(group["lr"]), beta1=float(b1), beta2=float(b2),
                     weight_decay=float(group["weight_decay"]))
+
+
+# The kit's arguments, common to every class, after each one's own (a class body's docstring
+# must be a literal: appended here).
+for _cls in (AdamW, Adam, SGD, Adagrad, Lion):
+    _cls.__doc__ += _KIT_DOC
+del _cls
