@@ -60,7 +60,11 @@ add_test(NAME rtl_lint_csd_update_kernel
                  --top-module csd_update_kernel)
 set_tests_properties(rtl_lint_csd_update_kernel PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 300)
 
-# Kernel-level tests: RTL through AXI vs the host model, malformed streams, runtime on rtl devices.
+# Kernel-level tests: RTL through AXI vs the host model, malformed streams, runtime on rtl devices
+# (GoogleTest and the tests' reference: built with the tests, CSDKIT_BUILD_TESTS).
+if(NOT TARGET csdkit_test_util)
+  return()
+endif()
 add_executable(rtl_kernel_test ${PROJECT_SOURCE_DIR}/tests/rtl_kernel_test.cpp)
 target_link_libraries(rtl_kernel_test PRIVATE csdkit_test_util csdkit_runtime csdkit_system csdkit_platform
                       GTest::gtest GTest::gtest_main)

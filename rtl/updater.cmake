@@ -85,6 +85,10 @@ foreach(cfg ${CSD_UPD_CONFIGS})
            OPT_SLOW -O1
            OPT_GLOBAL -O2)
 
+  # The bench checks against the tests' reference (csdkit_test_util): built with the tests.
+  if(NOT TARGET csdkit_test_util)
+    continue()
+  endif()
   set(tb tb_csd_update_core_${name})
   add_executable(${tb} "${CSD_UPD_DIR}/tb/tb_csd_update_core.cpp")
   target_link_libraries(${tb} PRIVATE csd_rtl_updater_${name} csdkit_test_util csdkit_platform)

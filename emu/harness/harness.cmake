@@ -21,8 +21,10 @@ set_target_properties(csdkit_harness PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
 # Self-test of the harness (no Verilator needed): the memory slave's data path and every rule it
 # enforces, MemoryMap, Sim timeouts and flags, AXI4-Lite master and ApCtrl.
-find_package(GTest QUIET)
-if(TARGET GTest::gtest_main)
+if(CSDKIT_BUILD_TESTS)
+  find_package(GTest QUIET)
+endif()
+if(CSDKIT_BUILD_TESTS AND TARGET GTest::gtest_main)
   enable_testing()
   add_executable(emu_harness_test "${CSDKIT_HARNESS_DIR}/test/harness_test.cpp")
   target_link_libraries(emu_harness_test PRIVATE csdkit_harness GTest::gtest GTest::gtest_main)

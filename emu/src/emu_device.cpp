@@ -20,12 +20,14 @@ RtlMemory ParseRtlMemory(const std::string& s) {
 }
 
 #ifndef CSDKIT_HAVE_RTL
-// Without Verilator at configure time there is no RTL model in the build: say so.
+// Without Verilator at configure time (or with CSDKIT_WITH_RTL=OFF) there is no RTL model in
+// the build: say so.
 bool RtlAvailable() { return false; }
 RtlLaunchStats RunRtlLaunch(const std::vector<RtlRegion>&, const UpdateLaunch<uint64_t>&,
                             const RtlOptions&) {
   throw std::runtime_error("this build has no Verilated RTL (Verilator was not found when it "
-                           "was configured; run scripts/setup and rebuild)");
+                           "was configured, or CSDKIT_WITH_RTL was OFF; run scripts/setup and "
+                           "rebuild)");
 }
 nlohmann::json RtlUnitLatencies() { return nlohmann::json::object(); }
 #endif
@@ -48,14 +50,22 @@ class EmulatedSmartSsd::Buffer final : public MappedBuffer {
 EmulatedSmartSsd::EmulatedSmartSsd(const EmuOptions& o)
     : HostMappedDevice(o.index, o.capacity, o.aio, o.aio_kernel), opt_(o) {
   if (!o.xclbin.empty()) {
+#ifdef CSDKIT_HAVE_XCLBIN
     XclbinExpectation ex;
     ex.platform = kEmulatedSmartSsdPlatform;
     CheckXclbin(o.xclbin, ex);
+#else
+    throw std::invalid_argument(
+        "emulated SmartSSD: expected to load and check the xclbin '" + o.xclbin + "', but this "
+        "build has no xclbin support (XRT's xclbin API was not found at configure time: install "
+        "libxrt-dev and uuid-dev and rebuild, or give no xclbin)");
+#endif
   }
   if (o.backend == Backend::kRtl && !RtlAvailable()) {
     throw std::invalid_argument(
         "backend rtl: expected a build with the Verilated updater RTL, found none in this build "
-        "(Verilator was not found at configure time; use --backend model)");
+        "(Verilator was not found at configure time, or CSDKIT_WITH_RTL was OFF; use --backend "
+        "model)");
   }
 }
 

@@ -1,8 +1,10 @@
 // `csdkit devices`: OpenCL platforms and devices (through the ICD loader; the PCIe address of
 // Xilinx devices) and the SmartSSDs found by PCIe topology in sysfs.
+#ifdef CSDKIT_HAVE_OPENCL
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <CL/cl_ext_xilinx.h>
+#endif
 
 #include <cstdio>
 #include <iostream>
@@ -19,6 +21,15 @@ namespace csdkit::cli {
 
 namespace {
 
+#ifndef CSDKIT_HAVE_OPENCL
+// A build without the OpenCL backend lists no platforms and says why (the SmartSSD pairing by
+// sysfs needs no OpenCL).
+nlohmann::json OpenClInventory(std::string* note) {
+  *note = "this build has no OpenCL (configure with the OpenCL headers and ICD loader, XRT's "
+          "headers and clang)";
+  return nlohmann::json::array();
+}
+#else
 std::string PlatformString(cl_platform_id p, cl_platform_info what) {
   size_t n = 0;
   if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return "";
@@ -75,6 +86,7 @@ nlohmann::json OpenClInventory(std::string* note) {
   }
   return out;
 }
+#endif  // CSDKIT_HAVE_OPENCL
 
 }  // namespace
 

@@ -22,7 +22,9 @@ int main(int argc, char** argv) {
   csdkit::cli::AddDevicesCommand(app);
   csdkit::cli::AddP2pCommand(app);
   csdkit::cli::AddSelfTestCommand(app);
+#ifdef CSDKIT_HAVE_XCLBIN
   csdkit::cli::AddXclbinCommand(app);
+#endif
   csdkit::cli::AddRtlCommands(app);
   csdkit::cli::AddBenchCommand(app);
   try {

@@ -10,19 +10,9 @@
 # The flow inputs generated from the argument table (kernel.xml, v++ connectivity) are the flows'
 # generator's (flows/tools/flow_files.h, flows/flows.cmake).
 #
-# Needs Debian's libxrt-dev (headers under <include>/xrt, libxrt_coreutil) and uuid-dev.
+# Needs Debian's libxrt-dev (headers under <include>/xrt, libxrt_coreutil) and uuid-dev, found by
+# the top-level CMakeLists.txt (CSDKIT_WITH_XRT; without them this file is not included).
 # xrt::xclbin parses files without a device or a driver.
-
-find_path(CSDKIT_XRT_XCLBIN_INCLUDE_DIR experimental/xrt_xclbin.h PATH_SUFFIXES xrt)
-find_library(CSDKIT_XRT_COREUTIL_LIBRARY NAMES xrt_coreutil)
-find_library(CSDKIT_UUID_LIBRARY NAMES uuid)
-if(NOT CSDKIT_XRT_XCLBIN_INCLUDE_DIR OR NOT CSDKIT_XRT_COREUTIL_LIBRARY OR NOT CSDKIT_UUID_LIBRARY)
-  message(FATAL_ERROR
-    "csdkit xclbin: XRT's xclbin API was not found (include: ${CSDKIT_XRT_XCLBIN_INCLUDE_DIR}, "
-    "libxrt_coreutil: ${CSDKIT_XRT_COREUTIL_LIBRARY}, libuuid: ${CSDKIT_UUID_LIBRARY}). "
-    "On Debian: apt-get install libxrt-dev uuid-dev (scripts/setup installs them), or point "
-    "CMAKE_PREFIX_PATH at an XRT installation (/opt/xilinx/xrt).")
-endif()
 
 add_library(csdkit_xclbin STATIC
   ${CMAKE_CURRENT_LIST_DIR}/src/xclbin_container.cpp

@@ -12,6 +12,9 @@
 #include "csdkit/platform/opencl_device.h"
 #include "csdkit/platform/xclbin.h"
 
+// Backends a build may lack (the top-level CMakeLists.txt's options): CSDKIT_HAVE_OPENCL (the
+// OpenCL backend) and CSDKIT_HAVE_XCLBIN (XRT's xclbin API, for the emulated xclbin).
+
 namespace csdkit {
 
 Backend ParseBackend(const std::string& s) {
@@ -37,6 +40,12 @@ DeviceSet::DeviceSet(const DeviceSpec& spec) : spec_(spec) {
     throw std::invalid_argument("devices: expected at least 1 device, found 0");
   }
   if (spec.backend == Backend::kOpenCl) {
+#ifndef CSDKIT_HAVE_OPENCL
+    throw std::invalid_argument(
+        "backend 'opencl': this build has no OpenCL (configure with the OpenCL headers and ICD "
+        "loader, XRT's headers and clang, e.g. Debian's ocl-icd-opencl-dev, libxrt-dev and "
+        "clang-14; or use --backend model)");
+#else
     // OpenCL devices have their own time: no link model. A platform with fewer devices than
     // the set (PoCL's one CPU device) serves several set devices with the same OpenCL device.
     const unsigned avail = OpenClDeviceCount(spec.platform);
@@ -58,6 +67,7 @@ DeviceSet::DeviceSet(const DeviceSpec& spec) : spec_(spec) {
       devices_.push_back(std::make_unique<OpenClDevice>(o));
     }
     return;
+#endif
   }
   if (spec.device_mem == 0) {
     throw std::invalid_argument("device memory: expected a size in bytes for emulated and null "
@@ -77,6 +87,8 @@ DeviceSet::DeviceSet(const DeviceSpec& spec) : spec_(spec) {
   }
   // Emulated devices load and check an xclbin as cards do: the one given, or the emulated
   // SmartSSD's, generated into a private temporary directory that is gone when this returns.
+  // A build without XRT can neither write nor check one: its emulated devices run the kernel
+  // without the load check, and refuse an xclbin given to them (emu_device.cpp).
   std::string xclbin = spec.xclbin;
   struct TempDir {
     std::string path;
@@ -86,6 +98,7 @@ DeviceSet::DeviceSet(const DeviceSpec& spec) : spec_(spec) {
       ::rmdir(path.c_str());
     }
   } tmp;
+#ifdef CSDKIT_HAVE_XCLBIN
   if (xclbin.empty() && spec.emulation_xclbin) {
     const char* env = std::getenv("TMPDIR");
     std::string tmpl = std::string(env && *env ? env : "/tmp") + "/csdkit-emu-xclbin.XXXXXX";
@@ -100,6 +113,7 @@ DeviceSet::DeviceSet(const DeviceSpec& spec) : spec_(spec) {
     xo.target = spec.backend == Backend::kRtl ? "hw_emu" : "sw_emu";
     WriteEmulationXclbin(xclbin, xo);
   }
+#endif
   for (unsigned k = 0; k < spec.count; ++k) {
     emu::EmuOptions o;
     o.index = spec.first + k;
@@ -131,7 +145,12 @@ emu::EmulatedSmartSsd* DeviceSet::emulated(unsigned k) const {
 }
 
 OpenClDevice* DeviceSet::opencl(unsigned k) const {
+#ifdef CSDKIT_HAVE_OPENCL
   return dynamic_cast<OpenClDevice*>(devices_.at(k).get());
+#else
+  (void)devices_.at(k);
+  return nullptr;
+#endif
 }
 
 std::string DeviceSet::Describe() const {
