@@ -7,6 +7,6 @@ built on it. Errors of a store (missing, corrupt, another model's) raise `csdkit
 RuntimeError) and commits nothing; bad arguments raise ValueError with what was expected and what was found.
 """
 
-from ._csdkit import DivergenceError, Session, StoreError
+from ._csdkit import DivergenceError, Session, StoreError, __version__
 
-__all__ = ["DivergenceError", "Session", "StoreError"]
+__all__ = ["DivergenceError", "Session", "StoreError", "__version__"]

@@ -633,6 +633,8 @@ int64_t Reshard(const std::string& src, const std::string& dst, int64_t world,
 PYBIND11_MODULE(_csdkit, m) {
   using csdkit::py_binding::PySession;
   m.doc() = "csdkit: optimizer steps on (emulated) computational storage devices";
+  // The CMake project version (python/CMakeLists.txt), which setup.py also gives the wheel.
+  m.attr("__version__") = CSDKIT_PROJECT_VERSION;
   py::register_exception<csdkit::StoreError>(m, "StoreError", PyExc_RuntimeError);
   py::register_exception<csdkit::DivergenceError>(m, "DivergenceError", PyExc_RuntimeError);
   m.def("reshard", &csdkit::py_binding::Reshard, py::arg("src"), py::arg("dst"), py::arg("world"),
