@@ -8,6 +8,10 @@ one the module is built for.
 
 Environment: CSDKIT_MARCH (the -march of host code, CMake's default x86-64-v3), CMAKE_ARGS
 (more -D options, e.g. -DCSDKIT_WITH_OPENCL=OFF), CMAKE_BUILD_PARALLEL_LEVEL (build jobs).
+CSDKIT_CMAKE_BUILD_DIR: an existing, configured build tree of this source (scripts/build's
+build/release) to package from instead of configuring a new one: it is not reconfigured, only
+the package's targets are brought up to date there and installed (scripts/wheel-check in CI,
+where the tree was just built); its Python must be the one running this file.
 """
 
 import os
@@ -26,7 +30,11 @@ ROOT = Path(__file__).resolve().parent
 
 def project_version():
     """CMakeLists.txt's project(csdkit VERSION x.y.z): the one place the version is written."""
-    text = (ROOT / "CMakeLists.txt").read_text()
+    return project_version_of(ROOT)
+
+
+def project_version_of(root):
+    text = (root / "CMakeLists.txt").read_text()
     m = re.search(r"project\(\s*csdkit\s+VERSION\s+([0-9]+\.[0-9]+\.[0-9]+)", text)
     if not m:
         raise RuntimeError("CMakeLists.txt: expected 'project(csdkit VERSION x.y.z ...)', "
@@ -55,8 +63,13 @@ class CMakeBuild(build_ext):
     def build_extension(self, ext):
         # <prefix>/csdkit/_csdkit<suffix>: the component installs into <prefix>.
         prefix = Path(self.get_ext_fullpath(ext.name)).resolve().parent.parent
-        build = Path(self.build_temp).resolve() / "cmake"
-        build.mkdir(parents=True, exist_ok=True)
+        reuse = os.environ.get("CSDKIT_CMAKE_BUILD_DIR")
+        if reuse:
+            build = Path(reuse).resolve()
+            self.check_reused_tree(build)
+        else:
+            build = Path(self.build_temp).resolve() / "cmake"
+            build.mkdir(parents=True, exist_ok=True)
         configure = [
             "cmake", "-S", str(ROOT), "-B", str(build),
             "-DCMAKE_BUILD_TYPE=Release",
@@ -78,9 +91,29 @@ class CMakeBuild(build_ext):
             compile_ += ["--parallel", str(self.parallel)]
         install = ["cmake", "--install", str(build), "--component", "python",
                    "--prefix", str(prefix)]
-        for cmd in (configure, compile_, install):
+        for cmd in ([] if reuse else [configure]) + [compile_, install]:
             print(" ".join(shlex.quote(c) for c in cmd), flush=True)
             subprocess.run(cmd, check=True)
+
+    @staticmethod
+    def check_reused_tree(build):
+        """CSDKIT_CMAKE_BUILD_DIR must be a configured tree of this source, for this Python."""
+        cache = build / "CMakeCache.txt"
+        if not cache.is_file():
+            raise RuntimeError("CSDKIT_CMAKE_BUILD_DIR '{}': expected a configured CMake build "
+                               "tree, found no CMakeCache.txt".format(build))
+        values = dict(re.findall(r"^([A-Za-z_0-9]+):[A-Z]+=(.*)$", cache.read_text(), re.M))
+        source = values.get("CMAKE_HOME_DIRECTORY", "")
+        if not source or not (Path(source) / "setup.py").is_file() or \
+                project_version_of(Path(source)) != project_version():
+            raise RuntimeError("CSDKIT_CMAKE_BUILD_DIR '{}': expected a build of csdkit {}, "
+                               "found one of '{}'".format(build, project_version(), source))
+        # (scripts/build leaves Python_EXECUTABLE a plain variable: FindPython's record of it.)
+        python = values.get("Python_EXECUTABLE") or values.get("_Python_EXECUTABLE", "")
+        if not python or Path(python).resolve() != Path(sys.executable).resolve():
+            raise RuntimeError("CSDKIT_CMAKE_BUILD_DIR '{}': expected a tree configured for "
+                               "this Python ({}), found Python_EXECUTABLE '{}'"
+                               .format(build, sys.executable, python))
 
 
 setup(

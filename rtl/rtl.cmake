@@ -17,6 +17,12 @@ include("${CMAKE_CURRENT_LIST_DIR}/common.cmake")
 
 find_package(verilator 5.0 QUIET HINTS $ENV{VERILATOR_ROOT})
 if(NOT verilator_FOUND)
+  if(CSDKIT_REQUIRE_ALL)
+    message(FATAL_ERROR "csdkit RTL: Verilator >= 5.0 not found (Debian: apt-get install "
+                        "verilator; or set VERILATOR_ROOT). CSDKIT_WITH_RTL is ON and "
+                        "CSDKIT_REQUIRE_ALL is set: install it or configure with "
+                        "-DCSDKIT_WITH_RTL=OFF")
+  endif()
   message(STATUS "csdkit RTL: Verilator >= 5.0 not found (Debian: apt-get install verilator; "
                  "or set VERILATOR_ROOT). The RTL lint and simulation tests are skipped.")
   return()
