@@ -67,7 +67,9 @@ def compare(ref, kit, what):
           "rel. difference {:.2e} (bound {:.0e}), worst step {:.2e}"
           .format(what, len(ref), ref[0], a, b, rel, LOSS_BOUND, worst))
     assert len(ref) == len(kit) == STEPS
-    assert a < 0.8 * ref[0], "the model did not learn: the comparison would say nothing"
+    # A precondition, not the bound: 20 steps must move the loss for the comparison to say
+    # anything (the runs go from about 5.3 to 4.5; HF Trainer's linear decay to 4.6).
+    assert a < 0.95 * ref[0], "the model did not learn: the comparison would say nothing"
     assert rel <= LOSS_BOUND
 
 

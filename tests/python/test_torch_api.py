@@ -3,8 +3,8 @@
   * o.load_state_dict(o.state_dict()) -- Accelerate's prepare() -- leaves a store at its step
     (it used to import an initial state at step 0), and refuses when the model is not at the
     store's weights rather than overwrite them;
-  * _step_supports_amp_scaling only with fused=True (Lightning refuses gradient clipping for
-    optimizers that unscale internally);
+  * _step_supports_amp_scaling only with fused=True, or by default for float16/bfloat16
+    parameters (Lightning refuses gradient clipping for optimizers that unscale internally);
   * the kit's arguments in the signature, user-facing docstrings;
   * close() and the context manager release the store; copies and pickles are refused;
   * a bad store path, another optimizer's store or a wrong device count are refused when the
@@ -112,6 +112,14 @@ def test_amp_scaling_is_declared_only_when_fused(tmp_path):
             is False
     assert ct.SGD(m.parameters(), lr=0.1, store=tmp_path / "c")._step_supports_amp_scaling \
         is False
+    # float16/bfloat16 parameters: GradScaler cannot unscale their gradients itself (it refuses
+    # float16 ones, has no bfloat16 kernel), so the kit folds it unless told not to.
+    for dtype in (torch.float16, torch.bfloat16):
+        half = make_model().to(dtype)
+        assert ct.AdamW(half.parameters(), store=tmp_path / str(dtype)) \
+            ._step_supports_amp_scaling is True
+        assert ct.AdamW(half.parameters(), store=tmp_path / "x", fused=False) \
+            ._step_supports_amp_scaling is False
 
 
 def test_signature_and_docstrings_show_the_kits_arguments():

@@ -215,8 +215,9 @@ def cpu_grad_scaler(init_scale):
 @pytest.mark.parametrize("fused", [True, False])
 def test_grad_scaler_unscale_and_inf_skips(twin_models, tmp_path, fused):
     """fused=True: GradScaler hands itself to step() and the kit divides the scale out and
-    skips a non-finite step itself; fused=False (the default): GradScaler unscales first and
-    skips calling step() (what needs torch's CPU unscale, torch >= 2.3)."""
+    skips a non-finite step itself; fused=False (the default for float32 parameters):
+    GradScaler unscales first and skips calling step() (what needs torch's CPU unscale, torch
+    >= 2.3)."""
     if not fused and not (hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")):
         pytest.skip("GradScaler's unscale of CPU gradients needs torch >= 2.3 (found {})"
                     .format(torch.__version__))

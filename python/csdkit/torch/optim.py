@@ -152,8 +152,14 @@ class _StoreOptimizer(torch.optim.Optimizer):
         # with fused=True (GradScaler.step hands itself over, the kit divides the scale out in
         # its own pass). Otherwise GradScaler unscales the gradients itself first, and trainers
         # that refuse gradient clipping for optimizers that unscale internally (Lightning) let
-        # it clip.
-        self._step_supports_amp_scaling = bool(defaults.get("fused"))
+        # it clip. fused=None: True for float16/bfloat16 parameters (the kit holds their fp32
+        # master weights; GradScaler refuses to unscale float16 gradients itself and has no
+        # bfloat16 unscale kernel), False for float32 ones (GradScaler's own unscale works).
+        fused = defaults.get("fused")
+        if fused is None:
+            fused = any(p.dtype in (torch.float16, torch.bfloat16)
+                        for g in self.param_groups for p in g["params"])
+        self._step_supports_amp_scaling = bool(fused)
         self._closed = False
         self._weights_checked = False  # an opened store's weights were found to be the model's
         self._compress = compress
@@ -1037,7 +1043,9 @@ _KIT_DOC = """
         fused (bool, optional): True folds torch.amp.GradScaler's unscale into the kit's step
             (GradScaler.step() hands itself over instead of unscaling first), as torch's fused
             optimizers do; trainers then refuse their own gradient clipping (Lightning's
-            gradient_clip_val): use max_grad_norm. Default None (False).
+            gradient_clip_val): use max_grad_norm. Default None: True for float16/bfloat16
+            parameters (GradScaler cannot unscale their gradients itself), False for float32
+            ones (mixed precision by autocast).
 
     A step returns the loss of `closure` when given; last_report holds the runtime's report.
     close() (or leaving a `with` block) releases the store. Deviations from torch.optim:
