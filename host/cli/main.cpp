@@ -14,7 +14,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"csdkit: near-storage optimizer offload kit (kernels, model, benchmarks)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "csdkit 0.1.0");
+  app.set_version_flag("--version", "csdkit " CSDKIT_PROJECT_VERSION);
   csdkit::cli::AddRuntimeCommands(app);
   csdkit::cli::AddReshardCommand(app);
   csdkit::cli::AddPlanCommand(app);
