@@ -76,9 +76,18 @@ def compare(ref, kit, what):
 # -- Accelerate ----------------------------------------------------------------------------
 
 
-def run_accelerate(make_opt, steps=STEPS, model=None):
+def _reset_accelerate():
+    """Accelerate keeps one process-wide state (mixed precision included) and refuses another
+    Accelerator's settings: reset it, as a new process would start."""
+    from accelerate.state import AcceleratorState, GradientState
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+
+
+def run_accelerate(make_opt, steps=STEPS, model=None, precision="bf16"):
     from accelerate import Accelerator
-    acc = Accelerator(mixed_precision="bf16" if CUDA else "no", cpu=not CUDA)
+    _reset_accelerate()
+    acc = Accelerator(mixed_precision=precision if CUDA else "no", cpu=not CUDA)
     model = model if model is not None else make_gpt()
     opt = make_opt(model.parameters())
     data = torch.utils.data.DataLoader(token_batches(), batch_size=8, shuffle=False)
@@ -94,14 +103,22 @@ def run_accelerate(make_opt, steps=STEPS, model=None):
     return losses, model, opt
 
 
-def test_accelerate_trains_as_torch_optim(tmp_path):
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_accelerate_trains_as_torch_optim(tmp_path, precision):
+    """fp16: Accelerate's GradScaler unscales the float32 parameters' gradients before
+    clip_grad_norm_ and skips steps it finds an inf in, as for torch.optim."""
     _need("accelerate")
     _need("transformers")
-    ref, _, _ = run_accelerate(torch_opt)
-    kit, _, opt = run_accelerate(lambda p: kit_opt(p, tmp_path / "s"))
-    assert opt.optimizer.session.step_count == STEPS
+    if precision == "fp16" and not CUDA:
+        pytest.skip("fp16 mixed precision needs CUDA")
+    ref, _, _ = run_accelerate(torch_opt, precision=precision)
+    kit, _, opt = run_accelerate(lambda p: kit_opt(p, tmp_path / "s"), precision=precision)
+    skipped = STEPS - opt.optimizer.session.step_count
     opt.optimizer.close()
-    compare(ref, kit, "Accelerate (clip_grad_norm_ 1.0, bf16 on CUDA)")
+    compare(ref, kit, "Accelerate (clip_grad_norm_ 1.0, {} on CUDA; {} steps skipped by the "
+            "scaler)".format(precision, skipped))
+    if precision == "bf16":
+        assert skipped == 0
 
 
 def test_accelerate_prepare_keeps_a_resumed_stores_step(tmp_path):
@@ -116,6 +133,7 @@ def test_accelerate_prepare_keeps_a_resumed_stores_step(tmp_path):
     inner = ct.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, store=tmp_path / "s")
     assert inner.resume() == 3
     from accelerate import Accelerator
+    _reset_accelerate()
     acc = Accelerator(mixed_precision="bf16" if CUDA else "no", cpu=not CUDA)
     model, opt = acc.prepare(model, inner)
     assert inner.session.step_count == 3
@@ -167,7 +185,7 @@ def _lightning():
                 "pytorch_lightning; see docs/integrations.md)")
 
 
-def run_lightning(make_opt):
+def run_lightning(make_opt, precision):
     pl = _lightning()
 
     class LitGPT(pl.LightningModule):
@@ -188,22 +206,29 @@ def run_lightning(make_opt):
 
     lit = LitGPT()
     trainer = pl.Trainer(max_steps=STEPS, accelerator="gpu" if CUDA else "cpu", devices=1,
-                         precision="bf16-mixed" if CUDA else "32-true", gradient_clip_val=1.0,
+                         precision=precision if CUDA else "32-true", gradient_clip_val=1.0,
                          logger=False, enable_checkpointing=False, enable_progress_bar=False,
                          enable_model_summary=False, num_sanity_val_steps=0)
     trainer.fit(lit, torch.utils.data.DataLoader(token_batches(), batch_size=8))
     return lit.losses, lit.opt
 
 
-def test_lightning_clips_and_trains_as_torch_optim(tmp_path):
+@pytest.mark.parametrize("precision", ["bf16-mixed", "16-mixed"])
+def test_lightning_clips_and_trains_as_torch_optim(tmp_path, precision):
     """Lightning refuses gradient_clip_val for an optimizer that declares
     _step_supports_amp_scaling (it unscales internally); the kit declares it only with
-    fused=True, so its gradient clipping runs here, in bf16-mixed precision on a GPU."""
+    fused=True (or float16/bfloat16 parameters), so Lightning's gradient clipping runs here, in
+    bf16-mixed and in 16-mixed (GradScaler) precision on a GPU."""
     _need("transformers")
     _lightning()
+    if precision == "16-mixed" and not CUDA:
+        pytest.skip("16-mixed precision needs CUDA")
     os.environ.setdefault("PL_DISABLE_FORK", "1")
-    ref, _ = run_lightning(torch_opt)
-    kit, opt = run_lightning(lambda p: kit_opt(p, tmp_path / "s"))
-    assert opt.session.step_count == STEPS
+    ref, _ = run_lightning(torch_opt, precision)
+    kit, opt = run_lightning(lambda p: kit_opt(p, tmp_path / "s"), precision)
+    skipped = STEPS - opt.session.step_count
     opt.close()
-    compare(ref, kit, "Lightning (gradient_clip_val 1.0, bf16-mixed on CUDA)")
+    compare(ref, kit, "Lightning (gradient_clip_val 1.0, {} on CUDA; {} steps skipped by the "
+            "scaler)".format(precision, skipped))
+    if precision == "bf16-mixed":
+        assert skipped == 0
