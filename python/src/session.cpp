@@ -85,14 +85,41 @@ StepReport Session::StepDense(GradientSet g, double norm, const StepOptions& o_i
   }
   StepReport rep;
   try {
-    rep = scheduler_->Step(g, o);
+    rep = StepWithWeightsOut(g, o, weights_out);
   } catch (...) {
     gather_buf_ = std::move(g).TakeBuffer();
     throw;
   }
   gather_buf_ = std::move(g).TakeBuffer();  // the next step fills it again
-  if (!rep.skipped && weights_out != nullptr) scheduler_->CopyWeightsOut(*weights_out);
   return rep;
+}
+
+StepReport Session::StepWithWeightsOut(const GradientSet& g, StepOptions o,
+                                       const std::vector<void*>* weights_out) {
+  if (weights_out == nullptr) return scheduler_->Step(g, o);
+  scheduler_->CheckWeightsOut(*weights_out);  // before anything is written
+  const StoreConfig& c = store_->config();
+  const uint64_t bytes = c.params * (c.out != DType::kFp32 ? 2 : 4);
+  if (saved_weights_.size() < bytes) saved_weights_ = AlignedBuffer(bytes);
+  const std::vector<std::pair<uint64_t, uint64_t>>& frozen = g.frozen();
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, uint64_t>> handed;  // ranges written into weights_out
+  // Each subgroup's weights go into the trainer's tensors as soon as they reach the host, on
+  // the worker that brought them, while the devices go on with the rest; what the tensors held
+  // there is kept, so that a step that fails after that puts it back.
+  o.weights_ready = [&](uint64_t begin, uint64_t n) {
+    scheduler_->CopyWeightsRange(*weights_out, begin, n, frozen, saved_weights_.data());
+    std::lock_guard<std::mutex> lock(mu);
+    handed.emplace_back(begin, n);
+  };
+  try {
+    return scheduler_->Step(g, o);
+  } catch (...) {
+    for (const auto& [begin, n] : handed) {
+      scheduler_->PutBackWeightsRange(*weights_out, begin, n, frozen, saved_weights_.data());
+    }
+    throw;
+  }
 }
 
 void* Session::GradArena() {
@@ -223,9 +250,7 @@ StepReport Session::StepSparse(std::vector<std::vector<SparseGrad>> streams,
                                std::vector<std::pair<uint64_t, uint64_t>> frozen,
                                const StepOptions& o, const std::vector<void*>* weights_out) {
   const GradientSet g = GradientSet::FromStreams(*store_, std::move(streams), std::move(frozen));
-  const StepReport rep = scheduler_->Step(g, o);
-  if (!rep.skipped && weights_out != nullptr) scheduler_->CopyWeightsOut(*weights_out);
-  return rep;
+  return StepWithWeightsOut(g, o, weights_out);
 }
 
 void Session::Export(const std::string& var, const std::vector<float*>& dst) const {

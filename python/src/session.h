@@ -49,9 +49,9 @@ class Session {
 
   /// One optimizer step: gathers `grads` (one pointer per tensor in the store's grad dtype,
   /// null = no gradient: the tensor and its state are left unchanged), computing their L2 norm
-  /// into *l2norm when given, runs the step and, when it was not skipped and `weights_out` is
-  /// given, copies the new weights into them (Scheduler::CopyWeightsOut; o.fp32_weights_out
-  /// must be set for a store without a low-precision copy). `max_norm` > 0 clips by the global
+  /// into *l2norm when given, runs the step and, when `weights_out` is given, copies the new
+  /// weights into them as each subgroup's reach the host (StepWithWeightsOut: put back if the
+  /// step fails; o.fp32_weights_out must be set for a store without a low-precision copy). `max_norm` > 0 clips by the global
   /// norm as torch.nn.utils.clip_grad_norm_ does, from the norm of the same gathering pass:
   /// clip_coef = min(1, max_norm / (norm / loss_scale + 1e-6)) replaces o.clip_coef.
   StepReport Step(const std::vector<const void*>& grads, const StepOptions& o, double max_norm,
@@ -109,10 +109,18 @@ class Session {
   StepReport StepDense(GradientSet g, double norm, const StepOptions& o, double max_norm,
                        const std::vector<void*>* weights_out);
 
+  /// The scheduler's step on `g`; with `weights_out`, each subgroup's new weights are copied
+  /// into those tensors as the workers bring them to the host (StepOptions::weights_ready),
+  /// overlapped with the devices' remaining work, and put back if the step then fails: the
+  /// tensors change only with a step that commits. Tensors without a gradient are not written.
+  StepReport StepWithWeightsOut(const GradientSet& g, StepOptions o,
+                                const std::vector<void*>* weights_out);
+
   std::unique_ptr<Store> store_;
   std::unique_ptr<DeviceSet> devices_;
   std::unique_ptr<Scheduler> scheduler_;
   AlignedBuffer gather_buf_;  // the transfer buffer, kept from step to step (the arena)
+  AlignedBuffer saved_weights_;  // what a step's weights out replaced (StepWithWeightsOut)
 
   // The filler thread and what the fills found (index: tensor).
   struct FillJob {

@@ -157,3 +157,32 @@ def test_a_refused_step_leaves_the_parameters_unchanged(tmp_path):
         for a, b in zip(model.parameters(), before):
             assert torch.equal(a, b)
         assert opt.session.step_count == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_weights_handed_on_during_a_failed_step_are_put_back(tmp_path, dtype):
+    """The new weights go into the parameters subgroup by subgroup while the step runs; a step
+    refused in its last subgroup (a weight overflows there only) puts back what the earlier
+    ones wrote. One device of 4 MiB: 65536-element subgroups, of which the worker that owns the
+    last one has written two others by the time it gets there."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(5)]).to(dtype)
+    params = list(model.parameters())
+    opt = ct.SGD(params, lr=1e-3, store=tmp_path / "s", devices=1, device_mem=4 << 20)
+    for p in params:
+        p.grad = torch.full_like(p, 1e-3)
+    opt.step()  # creates the store
+    subgroups = opt.session.subgroups
+    assert len(subgroups) == 6, subgroups
+    before = [p.detach().clone() for p in params]
+    opt.param_groups[0]["lr"] = 1e10  # 1e10 * 1e-3 stays finite; 1e10 * 1e30 does not
+    params[-1].grad = torch.full_like(params[-1], 1e30)  # the last bias: the last subgroup
+    with pytest.raises(csdkit.DivergenceError):
+        opt.step()
+    for i, (a, b) in enumerate(zip(params, before)):
+        assert torch.equal(a, b), "parameter {} changed by a refused step".format(i)
+    assert opt.session.step_count == 1
+    params[-1].grad = torch.full_like(params[-1], 1e-3)  # the same step, now finite
+    opt.step()
+    assert opt.session.step_count == 2
+    assert all(not torch.equal(a, b) for a, b in zip(params, before))

@@ -438,6 +438,10 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
         dev.DeviceToHost(*bufs.b.theta, 0, weights32_.data() + (shard_base + sg.begin) * 4,
                          4ull * sg.n, &vc);
       }
+      if (o.weights_ready && o.phases == StepPhases::kAll && !store_.planning() &&
+          (c.out != DType::kFp32 || o.fp32_weights_out)) {
+        o.weights_ready(shard_base + sg.begin, sg.n);
+      }
       // The new checksums are the kernel's output CRC lanes, unless elements of tensors
       // without a gradient were restored over what it wrote (then a device-side CRC of the
       // result); then the deferred write-backs into the other slot.
@@ -585,6 +589,9 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
       std::memcpy(weights16_.data() + (shard_base + sg.begin) * 2, hb.out16.data(), 2ull * sg.n);
     } else if (data && o.fp32_weights_out) {
       std::memcpy(weights32_.data() + (shard_base + sg.begin) * 4, hb.theta.data(), 4ull * sg.n);
+    }
+    if (data && o.weights_ready && (c.out != DType::kFp32 || o.fp32_weights_out)) {
+      o.weights_ready(shard_base + sg.begin, sg.n);
     }
     std::vector<aio::IoTicket> writes;
     for (unsigned v = 0; v < nv; ++v) {
@@ -801,7 +808,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   return rep;
 }
 
-void Scheduler::CopyWeightsOut(const std::vector<void*>& dst) const {
+void Scheduler::CheckWeightsOut(const std::vector<void*>& dst) const {
   const ParamLayout* l = store_.layout();
   if (l == nullptr) {
     throw std::invalid_argument("weights out: expected a store created for a model, found '" +
@@ -812,25 +819,65 @@ void Scheduler::CopyWeightsOut(const std::vector<void*>& dst) const {
                                 std::to_string(l->tensors().size()) + "), found " +
                                 std::to_string(dst.size()));
   }
-  if (!have_weights_) {
-    throw std::logic_error("weights out: no step has produced weights yet (a store without a "
-                           "low-precision copy needs StepOptions::fp32_weights_out)");
-  }
-  const bool low = store_.config().out != DType::kFp32;
-  const unsigned eb = low ? 2 : 4;
-  const AlignedBuffer& src = low ? weights16_ : weights32_;
   for (size_t t = 0; t < dst.size(); ++t) {
     if (dst[t] == nullptr) {
       throw std::invalid_argument("weights out: tensor " + std::to_string(t) + " '" +
                                   l->tensors()[t].name + "': expected a destination, found none");
     }
   }
-  for (size_t t = 0; t < dst.size(); ++t) {
-    // A tensor the last step left unchanged (no gradient) keeps what the trainer holds.
-    const std::pair<uint64_t, uint64_t> range{l->offset(t), l->offset(t) + l->tensors()[t].numel};
-    if (std::find(last_frozen_.begin(), last_frozen_.end(), range) != last_frozen_.end()) continue;
-    std::memcpy(dst[t], src.data() + l->offset(t) * eb, l->tensors()[t].numel * eb);
+}
+
+void Scheduler::CopyWeightsOut(const std::vector<void*>& dst) const {
+  CheckWeightsOut(dst);
+  if (!have_weights_) {
+    throw std::logic_error("weights out: no step has produced weights yet (a store without a "
+                           "low-precision copy needs StepOptions::fp32_weights_out)");
   }
+  CopyWeightsRange(dst, 0, store_.config().params, last_frozen_, nullptr);
+}
+
+namespace {
+
+// Calls fn(tensor bytes, offset in the store's element space, elements) for each part of a
+// tensor of `l` within [begin, begin + n), but tensors listed in `frozen` (no gradient this
+// step: the trainer's copy is already theirs).
+template <typename Fn>
+void ForEachTensorPart(const ParamLayout& l, const std::vector<void*>& dst, uint64_t begin,
+                       uint64_t n, unsigned eb,
+                       const std::vector<std::pair<uint64_t, uint64_t>>& frozen, Fn&& fn) {
+  const uint64_t end = begin + n;
+  for (size_t t = 0; t < dst.size(); ++t) {
+    const uint64_t lo = l.offset(t), hi = lo + l.tensors()[t].numel;
+    if (hi <= begin || lo >= end) continue;
+    if (std::find(frozen.begin(), frozen.end(), std::make_pair(lo, hi)) != frozen.end()) continue;
+    const uint64_t a = std::max(lo, begin), z = std::min(hi, end);
+    fn(static_cast<uint8_t*>(dst[t]) + (a - lo) * eb, a, z - a);
+  }
+}
+
+}  // namespace
+
+void Scheduler::CopyWeightsRange(const std::vector<void*>& dst, uint64_t begin, uint64_t n,
+                                 const std::vector<std::pair<uint64_t, uint64_t>>& frozen,
+                                 uint8_t* saved) const {
+  const bool low = store_.config().out != DType::kFp32;
+  const unsigned eb = low ? 2 : 4;
+  const uint8_t* src = (low ? weights16_ : weights32_).data();
+  ForEachTensorPart(*store_.layout(), dst, begin, n, eb, frozen,
+                    [&](uint8_t* to, uint64_t at, uint64_t count) {
+                      if (saved != nullptr) std::memcpy(saved + at * eb, to, count * eb);
+                      std::memcpy(to, src + at * eb, count * eb);
+                    });
+}
+
+void Scheduler::PutBackWeightsRange(const std::vector<void*>& dst, uint64_t begin, uint64_t n,
+                                    const std::vector<std::pair<uint64_t, uint64_t>>& frozen,
+                                    const uint8_t* saved) const {
+  const unsigned eb = store_.config().out != DType::kFp32 ? 2 : 4;
+  ForEachTensorPart(*store_.layout(), dst, begin, n, eb, frozen,
+                    [&](uint8_t* to, uint64_t at, uint64_t count) {
+                      std::memcpy(to, saved + at * eb, count * eb);
+                    });
 }
 
 }  // namespace csdkit

@@ -105,6 +105,12 @@ struct StepOptions {
   std::vector<std::pair<unsigned, uint32_t>> dump_only;
   /// Called after each subgroup with (done, total); may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
+  /// Called as each subgroup's new weights reach the host (weights16(), or weights32() with
+  /// fp32_weights_out: elements [begin, begin + n) of the store's element space), by the
+  /// worker that produced them, before the step commits; disjoint ranges, from several threads
+  /// at once. A trainer hands them on while the devices go on (Scheduler::CopyWeightsRange) and
+  /// takes them back if the step fails. May be empty; what it throws fails the step.
+  std::function<void(uint64_t begin, uint64_t n)> weights_ready;
 };
 
 struct StepReport {
@@ -153,6 +159,23 @@ class Scheduler {
   /// any step produced weights. Tensors the last step left unchanged (no gradient) are not
   /// written: the trainer's copy is already theirs.
   void CopyWeightsOut(const std::vector<void*>& dst) const;
+  /// CopyWeightsOut's checks of `dst` alone (a model store, one non-null destination per
+  /// tensor), for a caller about to hand weights on during a step.
+  void CheckWeightsOut(const std::vector<void*>& dst) const;
+  /// Part of CopyWeightsOut during a step (StepOptions::weights_ready): elements [begin,
+  /// begin + n) of this step's weights into the parts of the tensors of `dst` they cover, but
+  /// those in `frozen` (the step's tensors without a gradient: GradientSet::frozen()). When
+  /// `saved` is given, what dst held there is first copied to saved + (element offset × element
+  /// bytes), so that a failed step can put it back. Checked destinations (CheckWeightsOut);
+  /// safe from several threads for disjoint ranges.
+  void CopyWeightsRange(const std::vector<void*>& dst, uint64_t begin, uint64_t n,
+                        const std::vector<std::pair<uint64_t, uint64_t>>& frozen,
+                        uint8_t* saved) const;
+  /// Undoes CopyWeightsRange(dst, begin, n, frozen, saved): the same parts of the tensors get
+  /// back what `saved` kept of them.
+  void PutBackWeightsRange(const std::vector<void*>& dst, uint64_t begin, uint64_t n,
+                           const std::vector<std::pair<uint64_t, uint64_t>>& frozen,
+                           const uint8_t* saved) const;
   /// Forgets the last step's weights (after the store's state was replaced by an import):
   /// CopyWeightsOut refuses until the next step.
   void InvalidateWeightsOut() { have_weights_ = false; }
