@@ -916,6 +916,9 @@ class _StoreOptimizer(torch.optim.Optimizer):
                     m=bufs["m"] if "m" in bufs and "m" in vars_ else None,
                     v=bufs["v"] if "v" in bufs and "v" in vars_ else None,
                     group_hyper=hyper)
+                # The imported weights are the model's (or the state's fp32 masters): the store
+                # is at them by definition, as a store this optimizer created.
+                self._weights_checked = True
         except BaseException:
             self.param_groups[:] = old_groups
             raise
