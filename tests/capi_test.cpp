@@ -625,6 +625,11 @@ TEST(CApi, StateExportImportMovesACheckpoint) {
             CSDKIT_OK) << csdkit_last_error();
   ASSERT_EQ(csdkit_store_step(b, &step), CSDKIT_OK);
   EXPECT_EQ(step, 2);
+  std::vector<int64_t> counts(3, -1);
+  EXPECT_FAILS(csdkit_tensor_steps(b, counts.data(), 2), I, "n_tensors", b);
+  EXPECT_FAILS(csdkit_tensor_steps(b, nullptr, 3), I, "steps", b);
+  ASSERT_EQ(csdkit_tensor_steps(b, counts.data(), 3), CSDKIT_OK) << csdkit_last_error();
+  EXPECT_EQ(counts, std::vector<int64_t>(3, 2));  // the import's step for every tensor
   std::vector<uint16_t> out(m.packed());
   auto op = Split<uint16_t, void*>(out.data(), m);
   EXPECT_FAILS(csdkit_weights_out(b, op.data(), 3), CSDKIT_BAD_STATE, "no step", b);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -140,6 +141,57 @@ TEST(ModelStore, ThetaIsTheTrainersWeightsWidenedExactly) {
     EXPECT_EQ(l.GroupOf(b), g.group);
     EXPECT_EQ(l.GroupOf(b + g.n - 1), g.group) << "subgroup " << g.index << " of device "
                                                << g.device << " spans two groups";
+  }
+}
+
+// Per-tensor step counts (Store::tensor_steps) live in the manifest as [tensor, count] pairs for
+// the tensors behind the committed step (the previous state's too: a rollback returns them, see
+// tests/python/test_per_param_steps.py); a manifest's pairs are checked even under a valid CRC.
+TEST(ModelStore, TensorStepCountsAreCommittedRolledBackAndChecked) {
+  const ParamLayout l = TwoGroups();
+  const std::vector<uint16_t> w = Fp16Weights(70001 + 333 + 90000, 5);
+  const StoreConfig c = AdamW(2);
+  const std::string dir = TestDir("model_tensor_steps");
+  Store s = Store::CreateForModel(dir, c, l, {c.hyper, c.hyper}, w.data(), DType::kFp16);
+  EXPECT_EQ(s.tensor_steps(), std::vector<int64_t>({0, 0, 0}));
+  s.Commit(s.EmptyChecksums());  // no counts given: every tensor at the new step
+  EXPECT_EQ(s.tensor_steps(), std::vector<int64_t>({1, 1, 1}));
+  const std::vector<int64_t> behind{2, 1, 2};
+  s.Commit(s.EmptyChecksums(), nullptr, std::nullopt, &behind);
+  EXPECT_EQ(s.tensor_steps(), behind);
+  const std::vector<int64_t> ahead{3, 1, 4};
+  EXPECT_THROW(s.Commit(s.EmptyChecksums(), nullptr, std::nullopt, &ahead),
+               std::invalid_argument);
+  const std::vector<int64_t> short_list{3};
+  EXPECT_THROW(s.Commit(s.EmptyChecksums(), nullptr, std::nullopt, &short_list),
+               std::invalid_argument);
+  EXPECT_EQ(s.step(), 2);
+  nlohmann::json good;
+  std::ifstream(dir + "/manifest.json") >> good;
+  EXPECT_EQ(good["tensor_steps"], nlohmann::json::parse("[[1, 1]]"));
+  EXPECT_EQ(Store::FromManifest(good, "m").tensor_steps(), behind);
+  using J = nlohmann::json;
+  const std::vector<std::pair<std::function<void(J&)>, std::string>> edits = {
+      {[](J& j) { j["tensor_steps"] = 3; }, "tensor_steps: expected an array"},
+      {[](J& j) { j["tensor_steps"] = J::parse("[[0,1],[1,1],[2,1],[0,1]]"); }, "at most 3"},
+      {[](J& j) { j["tensor_steps"] = J::parse("[[1]]"); }, "expected a [tensor, count] pair"},
+      {[](J& j) { j["tensor_steps"] = J::parse("[[3, 1]]"); }, "field 'tensor': expected an integer in [0, 2]"},
+      {[](J& j) { j["tensor_steps"] = J::parse("[[1, 1], [0, 1]]"); }, "field 'tensor': expected an integer in [2, 2]"},
+      {[](J& j) { j["tensor_steps"] = J::parse("[[0, 3]]"); }, "field 'count': expected an integer in [0, 2]"},
+      {[](J& j) { j["tensor_steps"] = J::parse("[[0, -1]]"); }, "field 'count'"},
+      {[](J& j) { j["tensor_steps"] = J::parse("[[0, 1.5]]"); }, "field 'count'"},
+      {[](J& j) { j["previous"]["tensor_steps"] = J::parse("[[0, 2]]"); }, "previous tensor_steps[0]: field 'count': expected an integer in [0, 1]"},
+  };
+  for (const auto& [edit, expected] : edits) {
+    J j = good;
+    edit(j);
+    j["manifest_crc"] = Store::ManifestCrc(j);
+    try {
+      Store::FromManifest(j, "m");
+      ADD_FAILURE() << "accepted " << j.dump() << "; expected '" << expected << "'";
+    } catch (const StoreError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
   }
 }
 

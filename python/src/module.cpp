@@ -519,7 +519,8 @@ class PySession {
   }
 
   void ImportState(int64_t step, const py::list& theta, std::optional<py::list> m,
-                   std::optional<py::list> v, std::optional<std::vector<py::dict>> group_hyper) {
+                   std::optional<py::list> v, std::optional<std::vector<py::dict>> group_hyper,
+                   std::optional<std::vector<int64_t>> tensor_steps) {
     const Store& st = s_->store();
     const ParamLayout& l = *st.layout();
     const size_t nt = l.tensors().size();
@@ -566,6 +567,14 @@ class PySession {
     floats(m, "m", &in.m);
     floats(v, "v", &in.v);
     if (group_hyper) in.group_hyper = GroupHyperFromPy(st, *group_hyper);
+    if (tensor_steps) {
+      if (tensor_steps->size() != nt) {
+        throw std::invalid_argument("tensor_steps: expected one step count per layout entry (" +
+                                    std::to_string(nt) + "), found " +
+                                    std::to_string(tensor_steps->size()));
+      }
+      in.tensor_steps = *tensor_steps;
+    }
     py::gil_scoped_release nogil;
     s_->Import(in);
   }
@@ -593,6 +602,7 @@ class PySession {
     return l;
   }
   py::object describe() const { return JsonToPy(s_->store().Describe()); }
+  std::vector<int64_t> tensor_steps() const { return s_->store().tensor_steps(); }
   py::object previous_step() const {
     if (!s_->store().can_roll_back()) return py::none();
     return py::int_(s_->store().previous_step());
@@ -745,7 +755,7 @@ into `dst`: one writable float32 tensor per layout entry (None: skipped). Every 
 checked as it is read (StoreError naming the file and subgroup on a mismatch).)")
       .def("import_state", &PySession::ImportState, py::arg("step"), py::arg("theta"),
            py::kw_only(), py::arg("m") = py::none(), py::arg("v") = py::none(),
-           py::arg("group_hyper") = py::none(),
+           py::arg("group_hyper") = py::none(), py::arg("tensor_steps") = py::none(),
            R"(Replaces the whole state and commits it as step `step` (>= 0), atomically.
 
 theta: one tensor per layout entry (float32/float16/bfloat16, all of one dtype; widened
@@ -753,11 +763,15 @@ theta: one tensor per layout entry (float32/float16/bfloat16, all of one dtype; 
 m, v: None, or one float32 tensor per layout entry (None entries: the initial value, 0 or
   Adagrad's initial accumulator value); only variables the optimizer keeps (`vars`).
 group_hyper: the hyper-parameters recorded with the step, per group (on top of the current).
+tensor_steps: None (every layout entry at `step`), or each entry's step count, in [0, step].
 Values are checked before anything is written: non-finite values (or a negative v) raise
 ValueError naming tensor and element.)")
       .def_property_readonly("vars", &PySession::vars,
                              "the state variables the store keeps: 'theta', then 'm' and/or 'v'")
       .def_property_readonly("step_count", &PySession::step, "the committed step")
+      .def_property_readonly("tensor_steps", &PySession::tensor_steps,
+                             "each layout entry's step count (torch.optim's per-parameter "
+                             "'step'): the committed steps in which it had a gradient")
       .def_property_readonly("previous_step", &PySession::previous_step,
                              "the step roll_back() returns to (the state the last commit "
                              "replaced, kept in the other slot), or None when there is none")

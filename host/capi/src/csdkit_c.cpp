@@ -676,6 +676,19 @@ csdkit_status csdkit_store_step(csdkit_store* store, int64_t* step) {
   });
 }
 
+csdkit_status csdkit_tensor_steps(csdkit_store* store, int64_t* steps, size_t n_tensors) {
+  return Guard(store, [&] {
+    CheckStore(store);
+    NotNull(steps, "steps");
+    const std::vector<int64_t>& c = store->store->tensor_steps();
+    if (n_tensors != c.size()) {
+      Invalid("n_tensors: expected the layout's " + std::to_string(c.size()) + " tensors, found " +
+              std::to_string(n_tensors));
+    }
+    std::copy(c.begin(), c.end(), steps);
+  });
+}
+
 csdkit_status csdkit_store_info_get(csdkit_store* store, csdkit_store_info* info) {
   return Guard(store, [&] {
     CheckStore(store);

@@ -277,6 +277,7 @@ struct ModelTensor {
   uint64_t group = 0, index = 0;  // torch param group, index in it
   uint64_t begin = 0;             // first flattened element (no padding)
   uint64_t numel = 0;             // elements seen so far (then: all of them)
+  int64_t steps = 0;              // its step count (Store::tensor_steps): every piece's
 };
 
 struct SourceRank {
@@ -305,6 +306,7 @@ Source ReadSource(const std::string& src, const RankSet& set) {
   Source s;
   std::map<std::pair<uint64_t, uint64_t>, ModelTensor> tensors;
   std::vector<int64_t> steps;
+  std::string count_mismatch;  // the first tensor whose pieces' step counts differ
   const std::string tile = "'" + src + "': the stores' pieces do not tile the model: ";
   for (uint64_t r = 0; r < set.world; ++r) {
     SourceRank sr;
@@ -328,7 +330,9 @@ Source ReadSource(const std::string& src, const RankSet& set) {
     }
     steps.push_back(st.step());
     uint64_t at = sr.slice.begin;
-    for (const TensorSpec& t : sr.layout.tensors()) {
+    for (size_t ti = 0; ti < sr.layout.tensors().size(); ++ti) {
+      const TensorSpec& t = sr.layout.tensors()[ti];
+      const int64_t count = st.tensor_steps().at(ti);
       PieceName p;
       if (!ParsePiece(t.name, &p)) {
         Fail("store '" + sr.dir + "': layout entry '" + t.name + "' is not a piece written by "
@@ -347,7 +351,7 @@ Source ReadSource(const std::string& src, const RankSet& set) {
                std::to_string(at) + ") starts " + TensorName(p.group, p.index) +
                ", which an earlier piece started at element " + std::to_string(it->second.begin));
         }
-        tensors.emplace(key, ModelTensor{p.group, p.index, at, p.b});
+        tensors.emplace(key, ModelTensor{p.group, p.index, at, p.b, count});
       } else {
         if (it == tensors.end() || it->second.numel != p.a || it->second.begin + p.a != at) {
           Fail(tile + "store '" + sr.dir + "' entry '" + t.name + "' is at element " +
@@ -358,6 +362,12 @@ Source ReadSource(const std::string& src, const RankSet& set) {
                       "at element " + std::to_string(it->second.begin + it->second.numel)));
         }
         it->second.numel = p.b;
+        if (it->second.steps != count && count_mismatch.empty()) {  // reported below
+          count_mismatch = "store '" + sr.dir + "' entry '" + t.name + "': step count " +
+                           std::to_string(count) + ", but the tensor's earlier piece has " +
+                           std::to_string(it->second.steps) +
+                           " (the pieces of a tensor step together)";
+        }
       }
       s.hyper.emplace(p.group, st.group_hyper().at(t.group));
       sr.at.push_back(at);
@@ -381,6 +391,7 @@ Source ReadSource(const std::string& src, const RankSet& set) {
          "): a rank stopped between the others' commits; resume() the old world size first (it "
          "rolls the group back to the common step) or repair the set");
   }
+  if (!count_mismatch.empty()) Fail(count_mismatch);
   s.step = steps[0];
   for (const auto& kv : tensors) s.tensors.push_back(kv.second);
   std::sort(s.tensors.begin(), s.tensors.end(),
@@ -408,6 +419,7 @@ Source ReadSource(const std::string& src, const RankSet& set) {
 
 struct NewPiece {
   uint64_t begin = 0, end = 0;  // flattened range
+  int64_t steps = 0;            // the tensor's step count
 };
 
 struct NewRank {
@@ -445,7 +457,7 @@ std::vector<NewRank> PlanNewRanks(const Source& s, const std::vector<RankSlice>&
       if (std::find(groups.begin(), groups.end(), mt.group) == groups.end()) {
         groups.push_back(mt.group);
       }
-      n.pieces.push_back({a, b});
+      n.pieces.push_back({a, b, mt.steps});
       specs.push_back({TensorName(mt.group, mt.index) + "[" + std::to_string(a - mt.begin) + ":" +
                            std::to_string(b - mt.begin) + "]",
                        b - a,
@@ -705,6 +717,7 @@ ReshardResult Reshard(const ReshardOptions& o) {
       in.step = source.step;
       in.theta_dtype = DType::kFp32;
       in.group_hyper = n.hyper;
+      for (const NewPiece& pc : n.pieces) in.tensor_steps.push_back(pc.steps);
       for (size_t v = 0; v < source.vars.size(); ++v) {
         std::vector<const float*> p;
         for (const NewPiece& pc : n.pieces) {

@@ -177,6 +177,10 @@ struct Scheduler::DevBufs {
   DeviceLaunch b;
   std::vector<DeviceBufferPtr> state;  // theta, m, v in store var order
   DeviceBufferPtr scratch;             // restores tensors without a gradient (allocated on use)
+  // A subgroup of several launches (tensors at different step counts): each launch's results
+  // for its tensors, kept while the next launch runs (allocated on use).
+  std::vector<DeviceBufferPtr> stash;
+  DeviceBufferPtr stash16;
 };
 
 namespace {
@@ -266,16 +270,18 @@ bool Scheduler::Dumps(const StepOptions& o, unsigned d, const Subgroup& sg) cons
 
 void Scheduler::DumpLaunch(const StepOptions& o, unsigned d, const Subgroup& sg, uint32_t nnz,
                            const UpdateLaunch<AlignedBuffer>& in,
-                           const UpdateLaunch<AlignedBuffer>& out) {
+                           const UpdateLaunch<AlignedBuffer>& out, int64_t step,
+                           const KernelLaunch& launch, int part) {
   Problem p;
   p.spec.hyper = step_hyper_[sg.group];
   p.spec.grad = step_grad_;
   p.spec.n = sg.n;
-  p.spec.step = step_;
-  p.launch = step_launch_[sg.group];
+  p.spec.step = step;
+  p.launch = launch;
   p.nnz = nnz;
   const std::string dir = o.dump_dir + "/device-" + std::to_string(d) + "-subgroup-" +
-                          std::to_string(sg.index);
+                          std::to_string(sg.index) +
+                          (part >= 0 ? "-launch-" + std::to_string(part) : std::string());
   // A new directory per launch: a dump never writes into one it did not create.
   if (::mkdir(dir.c_str(), 0755) != 0) {
     const int e = errno;
@@ -292,6 +298,7 @@ void Scheduler::DumpLaunch(const StepOptions& o, unsigned d, const Subgroup& sg,
       {"device", d},
       {"subgroup", sg.index},
       {"param_group", sg.group},
+      {"step_count", step},
       {"first_element", store_.shards()[d].begin + sg.begin}};
   DumpProblem(dir, p, in, out, source);
   ++dumped_;
@@ -329,6 +336,42 @@ void Scheduler::Progress(const StepOptions& o) {
     std::lock_guard<std::mutex> lock(progress_mu_);
     o.progress(d, total_);
   }
+}
+
+std::vector<Scheduler::StepClass> Scheduler::ClassesIn(uint64_t shard_base,
+                                                        const Subgroup& sg) const {
+  std::vector<StepClass> classes;
+  if (uniform_counts_) return classes;
+  const uint64_t b = shard_base + sg.begin, e = b + sg.n;
+  const std::vector<TensorSpec>& ts = store_.layout()->tensors();
+  // The last tensor starting at or before b, then every tensor starting before e.
+  size_t t = std::upper_bound(tensor_begin_.begin(), tensor_begin_.end(), b) -
+             tensor_begin_.begin();
+  t = t > 0 ? t - 1 : 0;
+  for (; t < ts.size() && tensor_begin_[t] < e; ++t) {
+    const uint64_t lo = std::max(tensor_begin_[t], b), hi = std::min(tensor_begin_[t] + ts[t].numel, e);
+    if (lo >= hi || !stepped_[t]) continue;
+    const int64_t c = next_counts_[t];
+    auto it = std::find_if(classes.begin(), classes.end(),
+                           [c](const StepClass& k) { return k.step == c; });
+    if (it == classes.end()) {
+      classes.push_back({c, {}});
+      it = classes.end() - 1;
+    }
+    const auto r = std::make_pair(static_cast<uint32_t>(lo - b), static_cast<uint32_t>(hi - b));
+    if (!it->ranges.empty() && it->ranges.back().second == r.first) {
+      it->ranges.back().second = r.second;  // adjacent tensors of one count: one range
+    } else {
+      it->ranges.push_back(r);
+    }
+  }
+  std::sort(classes.begin(), classes.end(),
+            [](const StepClass& x, const StepClass& y) { return x.step < y.step; });
+  return classes;
+}
+
+const KernelLaunch& Scheduler::LaunchFor(unsigned g, int64_t step) const {
+  return class_launch_.at({g, step});
 }
 
 void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
@@ -384,33 +427,80 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       const auto t0 = Clock::now();
       for (auto& t : loads) t.Wait();
       io += Since(t0);
-      // The launch's inputs as the device holds them, for a dump (outside the timed work).
+      // The subgroup's launches: one, unless its tensors are at different step counts (a
+      // tensor without a gradient in earlier steps): then one per count, each from the
+      // committed inputs, each keeping the results of its own tensors.
+      const std::vector<StepClass> classes =
+          do_io && do_compute && o.phases == StepPhases::kAll ? ClassesIn(shard_base, sg)
+                                                              : std::vector<StepClass>();
+      const size_t launches = std::max<size_t>(classes.size(), 1);
       const bool dump = Dumps(o, d, sg);
-      UpdateLaunch<AlignedBuffer> dump_in, dump_out;
-      if (dump) {
-        dump_read_bytes_ += ReadBack(dev, bufs.b, store_.vars(), true, sg.n, nnz, eb,
-                                     g.sparse(), c.out, &dump_in);
-      }
-      // Compute: one kernel at a time per device (one compute unit).
       uint32_t status[hls::kLanes] = {};
-      if (do_compute) {
-        const auto t1 = Clock::now();
-        std::lock_guard<std::mutex> lock(*kernel_mu_[d]);
-        bufs.b.SetScalars(sg.n, nnz, k[sg.group]);
-        dev.LaunchUpdate(bufs.b, nullptr, &vc);
-        compute += Since(t1);
+      auto ranges_between = [&](const DeviceBufferPtr& from, const DeviceBufferPtr& to,
+                                const StepClass& cls, unsigned bytes) {
+        for (const auto& [lo, hi] : cls.ranges) {
+          dev.CopyWithin(*from, uint64_t{bytes} * lo, *to, uint64_t{bytes} * lo,
+                         uint64_t{bytes} * (hi - lo));
+        }
+      };
+      for (size_t li = 0; li < launches; ++li) {
+        const int64_t lstep = classes.empty() ? step_ : classes[li].step;
+        const KernelLaunch& kl = classes.empty() ? k[sg.group] : LaunchFor(sg.group, lstep);
+        if (li > 0) {
+          // The last launch's results for its tensors kept; the inputs read again.
+          if (bufs.stash.empty()) {
+            for (size_t v = 0; v < bufs.state.size(); ++v) {
+              bufs.stash.push_back(dev.Alloc(4ull * c.subgroup_elems, BufferRole::kState));
+            }
+            if (c.out != DType::kFp32) {
+              bufs.stash16 = dev.Alloc(2ull * c.subgroup_elems, BufferRole::kState);
+            }
+          }
+          for (size_t v = 0; v < bufs.state.size(); ++v) {
+            ranges_between(bufs.state[v], bufs.stash[v], classes[li - 1], 4);
+          }
+          if (c.out != DType::kFp32) ranges_between(bufs.b.out16, bufs.stash16, classes[li - 1], 2);
+          const auto t0 = Clock::now();
+          for (unsigned v = 0; v < bufs.state.size(); ++v) {
+            dev.P2PRead(store_.file(d, v, rs), sg.file_offset(), *bufs.state[v], 0,
+                        sg.io_bytes(), &vc).Wait();
+          }
+          io += Since(t0);
+        }
+        // The launch's inputs as the device holds them, for a dump (outside the timed work).
+        UpdateLaunch<AlignedBuffer> dump_in, dump_out;
+        if (dump) {
+          dump_read_bytes_ += ReadBack(dev, bufs.b, store_.vars(), true, sg.n, nnz, eb,
+                                       g.sparse(), c.out, &dump_in);
+        }
+        // Compute: one kernel at a time per device (one compute unit).
+        if (do_compute) {
+          const auto t1 = Clock::now();
+          std::lock_guard<std::mutex> lock(*kernel_mu_[d]);
+          bufs.b.SetScalars(sg.n, nnz, kl);
+          dev.LaunchUpdate(bufs.b, nullptr, &vc);
+          compute += Since(t1);
+        }
+        if (dump) {  // a failing launch is dumped too: its status says why
+          dump_read_bytes_ += ReadBack(dev, bufs.b, store_.vars(), false, sg.n, nnz, eb,
+                                       g.sparse(), c.out, &dump_out);
+          DumpLaunch(o, d, sg, nnz, dump_in, dump_out, lstep, kl,
+                     launches > 1 ? static_cast<int>(li) : -1);
+        }
+        if (do_io) dev.DeviceToHost(*bufs.b.status, 0, status, sizeof status, &vc);
+        // The kernel's status decides before anything is written back: errors, the CRCs of
+        // the state it read against the manifest, non-finite values it wrote (of several
+        // launches, each is checked over the whole subgroup).
+        if (o.phases == StepPhases::kAll) {
+          const uint32_t bad = CheckStatus(store_, d, sg, shard_base, status, o, "launch");
+          if (bad != 0) nonfinite_ += bad;
+        }
       }
-      if (dump) {  // a failing launch is dumped too: its status says why
-        dump_read_bytes_ += ReadBack(dev, bufs.b, store_.vars(), false, sg.n, nnz, eb,
-                                     g.sparse(), c.out, &dump_out);
-        DumpLaunch(o, d, sg, nnz, dump_in, dump_out);
-      }
-      if (do_io) dev.DeviceToHost(*bufs.b.status, 0, status, sizeof status, &vc);
-      // The kernel's status decides before anything is written back: errors, the CRCs of the
-      // state it read against the manifest, non-finite values it wrote.
-      if (o.phases == StepPhases::kAll) {
-        const uint32_t bad = CheckStatus(store_, d, sg, shard_base, status, o, "launch");
-        if (bad != 0) nonfinite_ += bad;
+      for (size_t li = 0; li + 1 < launches; ++li) {  // the earlier launches' results back
+        for (size_t v = 0; v < bufs.state.size(); ++v) {
+          ranges_between(bufs.stash[v], bufs.state[v], classes[li], 4);
+        }
+        if (c.out != DType::kFp32) ranges_between(bufs.stash16, bufs.b.out16, classes[li], 2);
       }
       const auto frozen = do_io && do_compute ? FrozenIn(g, shard_base, sg)
                                               : std::vector<std::pair<uint32_t, uint32_t>>();
@@ -447,7 +537,7 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       // result); then the deferred write-backs into the other slot.
       for (unsigned v = 0; v < bufs.state.size(); ++v) {
         if (o.phases == StepPhases::kAll) {
-          (*crcs)[d][v][sg.index] = frozen.empty()
+          (*crcs)[d][v][sg.index] = frozen.empty() && launches == 1
                                         ? status[CrcLanes(store_.vars()[v]).second]
                                         : dev.Crc32(*bufs.state[v], 0, 4ull * sg.n);
         }
@@ -535,7 +625,12 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
       std::memcpy(hb.grad.data(), g.dense().data() + (shard_base + sg.begin) * eb,
                   static_cast<uint64_t>(sg.n) * eb);
     }
-    l.SetScalars(sg.n, nnz, k[sg.group]);
+    // The subgroup's launches: one, unless its tensors are at different step counts (as in
+    // the smart mode: one per count, each from the committed inputs).
+    const std::vector<StepClass> classes =
+        data ? ClassesIn(shard_base, sg) : std::vector<StepClass>();
+    const size_t launches = std::max<size_t>(classes.size(), 1);
+    l.SetScalars(sg.n, nnz, classes.empty() ? k[sg.group] : LaunchFor(sg.group, classes[0].step));
     // The update itself (planning: skipped; the state, zeros, stays what it was).
     uint32_t err = 0;
     const auto frozen = data ? FrozenIn(g, shard_base, sg)
@@ -549,18 +644,61 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
           saved.emplace_back(p, p + 4ull * (hi - lo));
         }
       }
+      // Several launches: the inputs kept for the next ones, each launch's results for its
+      // tensors kept (stash, then the low-precision copy's) while the next runs.
+      std::vector<std::vector<uint8_t>> inputs, stash;
+      if (launches > 1) {
+        for (unsigned v = 0; v < nv; ++v) {
+          inputs.emplace_back(var_buf[v]->data(), var_buf[v]->data() + 4ull * sg.n);
+          stash.emplace_back(4ull * sg.n);
+        }
+        if (c.out != DType::kFp32) stash.emplace_back(2ull * sg.n);
+      }
+      auto keep = [&](const StepClass& cls, bool back) {
+        for (const auto& [lo, hi] : cls.ranges) {
+          for (unsigned v = 0; v < stash.size(); ++v) {
+            const unsigned bytes = v < nv ? 4 : 2;
+            uint8_t* live = (v < nv ? var_buf[v]->data() : hb.out16.data()) + uint64_t{bytes} * lo;
+            uint8_t* kept = stash[v].data() + uint64_t{bytes} * lo;
+            if (back) {
+              std::memcpy(live, kept, uint64_t{bytes} * (hi - lo));
+            } else {
+              std::memcpy(kept, live, uint64_t{bytes} * (hi - lo));
+            }
+          }
+        }
+      };
       const bool dump = Dumps(o, d, sg);
-      UpdateLaunch<AlignedBuffer> dump_in, dump_out;
-      if (dump) {
-        CopyBack(store_.vars(), var_buf, true, sg.n, nnz, eb, l.grad, l.sp_idx,
-                 g.sparse() ? l.sp_blk : nullptr, hb, c.out, &dump_in);
+      for (size_t li = 0; li < launches; ++li) {
+        const int64_t lstep = classes.empty() ? step_ : classes[li].step;
+        const KernelLaunch& kl = classes.empty() ? k[sg.group] : LaunchFor(sg.group, lstep);
+        if (li > 0) {
+          keep(classes[li - 1], false);
+          for (unsigned v = 0; v < nv; ++v) {
+            std::memcpy(var_buf[v]->data(), inputs[v].data(), inputs[v].size());
+          }
+          l.SetScalars(sg.n, nnz, kl);
+        }
+        UpdateLaunch<AlignedBuffer> dump_in, dump_out;
+        if (dump) {
+          CopyBack(store_.vars(), var_buf, true, sg.n, nnz, eb, l.grad, l.sp_idx,
+                   g.sparse() ? l.sp_blk : nullptr, hb, c.out, &dump_in);
+        }
+        err = InvokeUpdate(l);
+        if (dump) {
+          CopyBack(store_.vars(), var_buf, false, sg.n, nnz, eb, nullptr, nullptr, nullptr, hb,
+                   c.out, &dump_out);
+          DumpLaunch(o, d, sg, nnz, dump_in, dump_out, lstep, kl,
+                     launches > 1 ? static_cast<int>(li) : -1);
+        }
+        if (err != 0) break;  // reported below
+        if (li + 1 < launches) {  // the last launch's status is checked below
+          const uint32_t bad = CheckStatus(store_, d, sg, shard_base, hb.status.as<uint32_t>(),
+                                           o, "host update");
+          if (bad != 0) nonfinite_ += bad;
+        }
       }
-      err = InvokeUpdate(l);
-      if (dump) {
-        CopyBack(store_.vars(), var_buf, false, sg.n, nnz, eb, nullptr, nullptr, nullptr, hb,
-                 c.out, &dump_out);
-        DumpLaunch(o, d, sg, nnz, dump_in, dump_out);
-      }
+      for (size_t li = 0; err == 0 && li + 1 < launches; ++li) keep(classes[li], true);
       for (size_t f = 0, k2 = 0; f < frozen.size(); ++f) {
         for (unsigned v = 0; v < nv; ++v, ++k2) {
           std::memcpy(var_buf[v]->data() + 4ull * frozen[f].first, saved[k2].data(),
@@ -572,7 +710,9 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
     // Virtual time: the host's update at the link profile's host rate, from the launch's memory
     // traffic (its measured wall time here would make the estimate depend on this machine and
     // its load, and differ from run to run).
-    devices_.BookHostCompute(LaunchMemoryTraffic(l.mode, sg.n, nnz), &vc);
+    for (size_t li = 0; li < launches; ++li) {
+      devices_.BookHostCompute(LaunchMemoryTraffic(l.mode, sg.n, nnz), &vc);
+    }
     if (err != 0) {
       throw std::runtime_error("host update of device " + std::to_string(d) + " subgroup " +
                                std::to_string(sg.index) + ": " +
@@ -598,7 +738,8 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
       // The output CRC lanes, or the host's CRC where tensors without a gradient were restored.
       (*crcs)[d][v][sg.index] =
           !data             ? store_.checksum(d, v, sg.index)
-          : frozen.empty() ? hb.status.as<uint32_t>()[CrcLanes(store_.vars()[v]).second]
+          : frozen.empty() && launches == 1
+              ? hb.status.as<uint32_t>()[CrcLanes(store_.vars()[v]).second]
                            : Crc32(var_buf[v]->data(), 4ull * sg.n);
       writes.push_back(dev.HostWrite(store_.file(d, v, ws), sg.file_offset(), var_buf[v]->data(),
                                      sg.io_bytes(), &vc));
@@ -705,6 +846,46 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   step_grad_ = gs;
   step_hyper_ = used;
   step_launch_ = k;
+  // Per-tensor step counts (torch.optim's per-parameter `step`): a tensor with a gradient in
+  // this step takes its count + 1 (a tensor without one keeps its count). Where every tensor
+  // with a gradient reaches rep.step -- it had one in every step so far -- each subgroup is one
+  // launch at rep.step, as without counts; else the scalars for each (group, count) present.
+  next_counts_.clear();
+  stepped_.clear();
+  tensor_begin_.clear();
+  class_launch_.clear();
+  uniform_counts_ = true;
+  if (const ParamLayout* l = store_.layout()) {
+    const auto& fz = grads.frozen();
+    next_counts_ = store_.tensor_steps();
+    size_t f = 0;
+    for (size_t t = 0; t < l->tensors().size(); ++t) {
+      const uint64_t b = l->offset(t), e = b + l->tensors()[t].numel;
+      tensor_begin_.push_back(b);
+      while (f < fz.size() && fz[f].second <= b) ++f;
+      // Without a gradient: every element of the tensor in the step's frozen ranges.
+      uint64_t covered = b;
+      for (size_t j = f; j < fz.size() && fz[j].first <= covered && covered < e; ++j) {
+        covered = std::max(covered, fz[j].second);
+      }
+      const bool has = covered < e;
+      stepped_.push_back(has);
+      if (!has) continue;
+      const int64_t next = next_counts_[t] + 1;
+      next_counts_[t] = next;
+      if (next != rep.step) uniform_counts_ = false;
+      const unsigned g = l->tensors()[t].group;
+      if (class_launch_.count({g, next}) == 0) {
+        try {
+          class_launch_.emplace(std::make_pair(g, next), MakeLaunch(used[g], gs, next));
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument("param group " + std::to_string(g) + ", tensor '" +
+                                      l->tensors()[t].name + "' at its step " +
+                                      std::to_string(next) + ": " + e.what());
+        }
+      }
+    }
+  }
   dumped_ = 0;
   dump_read_bytes_ = 0;
   nonfinite_ = 0;
@@ -792,7 +973,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   for (auto& t : ts) t.join();
   if (err) std::rethrow_exception(err);
   if (o.phases == StepPhases::kAll) {
-    store_.Commit(crcs, &used);
+    store_.Commit(crcs, &used, std::nullopt, store_.layout() ? &next_counts_ : nullptr);
     rep.warning = store_.durability_warning();
     have_weights_ = c.out != DType::kFp32 || o.fp32_weights_out;
     last_frozen_ = grads.frozen();

@@ -172,6 +172,17 @@ void ImportState(Store& s, const StateImport& in, const aio::AioConfig& aio_cfg)
       }
     }
   }
+  if (!in.tensor_steps.empty()) {
+    CheckCount(l, in.tensor_steps.size(), "state import: tensor_steps");
+    for (size_t t = 0; t < in.tensor_steps.size(); ++t) {
+      if (in.tensor_steps[t] < 0 || in.tensor_steps[t] > in.step) {
+        throw std::invalid_argument("state import: tensor_steps: tensor '" + l.tensors()[t].name +
+                                    "': expected a step count in [0, " +
+                                    std::to_string(in.step) + "] (the imported step), found " +
+                                    std::to_string(in.tensor_steps[t]));
+      }
+    }
+  }
   // Every value checked before the first write.
   for (size_t t = 0; t < l.tensors().size(); ++t) {
     if (in.theta[t]) CheckValues(l, "theta", t, in.theta_dtype, in.theta[t], false);
@@ -225,7 +236,8 @@ void ImportState(Store& s, const StateImport& in, const aio::AioConfig& aio_cfg)
       }
     }
   }
-  s.Commit(crcs, in.group_hyper.empty() ? nullptr : &in.group_hyper, in.step);
+  s.Commit(crcs, in.group_hyper.empty() ? nullptr : &in.group_hyper, in.step,
+           in.tensor_steps.empty() ? nullptr : &in.tensor_steps);
 }
 
 }  // namespace csdkit

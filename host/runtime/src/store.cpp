@@ -408,6 +408,45 @@ nlohmann::json ChecksumsToJson(const Store::Checksums& crcs, const std::vector<s
   return cj;
 }
 
+// Per-tensor step counts as the manifest keeps them: [tensor, count] for each tensor whose count
+// is not the committed step `step` (none in a store where every tensor had a gradient in every
+// step).
+nlohmann::json TensorStepsToJson(const std::vector<int64_t>& counts, int64_t step) {
+  nlohmann::json a = nlohmann::json::array();
+  for (size_t t = 0; t < counts.size(); ++t) {
+    if (counts[t] != step) a.push_back({t, counts[t]});
+  }
+  return a;
+}
+
+// The counts of `tensors` tensors at committed step `step` from a manifest object's optional
+// "tensor_steps" (absent: all at `step`); pairs in ascending tensor order, each count in
+// [0, step].
+std::vector<int64_t> TensorStepsFromJson(const nlohmann::json& j, size_t tensors, int64_t step,
+                                         const std::string& where) {
+  std::vector<int64_t> counts(tensors, step);
+  if (!j.contains("tensor_steps")) return counts;
+  const nlohmann::json& a = j["tensor_steps"];
+  const std::string w = where + " tensor_steps";
+  if (!a.is_array() || a.size() > tensors) {
+    Fail(w + ": expected an array of at most " + std::to_string(tensors) + " [tensor, count] "
+         "pairs, found " + (a.is_array() ? std::to_string(a.size()) + " entries"
+                                          : std::string(a.type_name())));
+  }
+  uint64_t next = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string ew = w + "[" + std::to_string(i) + "]";
+    const nlohmann::json& e = a[i];
+    if (!e.is_array() || e.size() != 2) Fail(ew + ": expected a [tensor, count] pair, found " + e.dump());
+    const nlohmann::json pair{{"tensor", e[0]}, {"count", e[1]}};
+    const uint64_t t = GetUint(pair, "tensor", ew, next, tensors - 1);
+    const uint64_t c = GetUint(pair, "count", ew, 0, static_cast<uint64_t>(step));
+    counts[t] = static_cast<int64_t>(c);
+    next = t + 1;  // ascending, each tensor once
+  }
+  return counts;
+}
+
 }  // namespace
 
 void Store::WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bool initial,
@@ -437,6 +476,8 @@ void Store::WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bo
     nlohmann::json gh = nlohmann::json::array();
     for (const OptimizerConfig& h : group_hyper_) gh.push_back(HyperToJson(h));
     j["group_hyper"] = gh;
+    const nlohmann::json ts = TensorStepsToJson(tensor_steps_, step);
+    if (!ts.empty()) j["tensor_steps"] = ts;
   }
   if (with_previous) {
     // The state being replaced (step_, slot_, crcs_, and the hyper-parameters in prev_*).
@@ -448,6 +489,8 @@ void Store::WriteManifest(int64_t step, unsigned slot, const Checksums& crcs, bo
       nlohmann::json gh = nlohmann::json::array();
       for (const OptimizerConfig& h : prev_group_hyper_) gh.push_back(HyperToJson(h));
       pj["group_hyper"] = gh;
+      const nlohmann::json ts = TensorStepsToJson(prev_tensor_steps_, step_);
+      if (!ts.empty()) pj["tensor_steps"] = ts;
     }
     j["previous"] = pj;
   }
@@ -543,6 +586,7 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
   s.has_layout_ = layout != nullptr;
   if (layout) s.layout_ = *layout;
   s.group_hyper_ = std::move(groups);
+  if (layout) s.tensor_steps_.assign(layout->tensors().size(), 0);
   s.shards_ = MakeShards(cfg.params, cfg.devices, layout ? hls::kBlockElems : 1);
   s.vars_ = StateVariables(cfg.hyper);
   std::random_device rd;
@@ -731,6 +775,12 @@ Store Store::FromManifest(const nlohmann::json& j, const std::string& w) {
   }
   s.step_ = static_cast<int64_t>(GetUint(j, "committed_step", w, 0, INT64_MAX));
   s.slot_ = static_cast<unsigned>(GetUint(j, "slot", w, 0, 1));
+  if (s.has_layout_) {
+    s.tensor_steps_ = TensorStepsFromJson(j, s.layout_.tensors().size(), s.step_, w);
+  } else if (j.contains("tensor_steps")) {
+    Fail(w + ": expected no 'tensor_steps' in a store without a layout, found " +
+         j["tensor_steps"].dump());
+  }
   s.shards_ = MakeShards(s.cfg_.params, s.cfg_.devices, s.has_layout_ ? hls::kBlockElems : 1);
   s.vars_ = StateVariables(s.cfg_.hyper);
   const auto sh = Get<nlohmann::json>(j, "shards", w);
@@ -774,6 +824,8 @@ Store Store::FromManifest(const nlohmann::json& j, const std::string& w) {
         }
         s.prev_group_hyper_[g] = h;
       }
+      s.prev_tensor_steps_ =
+          TensorStepsFromJson(pj, s.layout_.tensors().size(), s.prev_step_, pw);
     }
     s.has_previous_ = true;
   }
@@ -826,6 +878,7 @@ Store Store::PlanCopy() const {
   s.has_layout_ = has_layout_;
   s.layout_ = layout_;
   s.group_hyper_ = group_hyper_;
+  s.tensor_steps_ = tensor_steps_;
   s.shards_ = shards_;
   s.vars_ = vars_;
   s.step_ = step_;
@@ -874,13 +927,29 @@ void Store::SyncNextSlot() {
 }
 
 void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used,
-                   std::optional<int64_t> step) {
+                   std::optional<int64_t> step, const std::vector<int64_t>* tensor_steps) {
   RequireWriter("Commit");
   durability_warning_.clear();
   const int64_t next_step = step ? *step : step_ + 1;
   if (next_step < 0) {
     throw std::invalid_argument("commit: expected a step number >= 0, found " +
                                 std::to_string(next_step));
+  }
+  std::vector<int64_t> counts(has_layout_ ? layout_.tensors().size() : 0, next_step);
+  if (tensor_steps != nullptr) {
+    if (tensor_steps->size() != counts.size()) {
+      throw std::invalid_argument("commit: expected a step count for each of the " +
+                                  std::to_string(counts.size()) + " tensors, found " +
+                                  std::to_string(tensor_steps->size()));
+    }
+    for (size_t t = 0; t < counts.size(); ++t) {
+      if ((*tensor_steps)[t] < 0 || (*tensor_steps)[t] > next_step) {
+        throw std::invalid_argument("commit: tensor " + std::to_string(t) + ": expected a step "
+                                    "count in [0, " + std::to_string(next_step) + "], found " +
+                                    std::to_string((*tensor_steps)[t]));
+      }
+    }
+    counts = *tensor_steps;
   }
   // A planning store (no files) does the same bookkeeping in memory: no sync, no manifest.
   if (!planning_) {
@@ -901,12 +970,18 @@ void Store::Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* us
   // The replaced state's hyper-parameters, recorded as "previous" (ROLLBACK).
   const std::vector<OptimizerConfig> before_prev = prev_group_hyper_;
   prev_group_hyper_ = before;
+  std::vector<int64_t> counts_before = tensor_steps_;
+  std::vector<int64_t> counts_before_prev = prev_tensor_steps_;
+  prev_tensor_steps_ = tensor_steps_;
+  tensor_steps_ = std::move(counts);
   if (!planning_) {
     try {
       WriteManifest(next_step, 1 - slot_, crcs, false, true);
     } catch (...) {
       group_hyper_ = before;
       prev_group_hyper_ = before_prev;
+      tensor_steps_ = std::move(counts_before);
+      prev_tensor_steps_ = std::move(counts_before_prev);
       throw;
     }
   }
@@ -968,10 +1043,13 @@ void Store::RollBack(const aio::AioConfig& aio_cfg) {
              " (a step after " + std::to_string(step_) + " began overwriting it)");
   const std::vector<OptimizerConfig> before = group_hyper_;
   group_hyper_ = prev_group_hyper_;
+  std::vector<int64_t> counts_before = tensor_steps_;
+  tensor_steps_ = prev_tensor_steps_;
   try {
     WriteManifest(prev_step_, prev_slot_, prev_crcs_, false, false);
   } catch (...) {
     group_hyper_ = before;
+    tensor_steps_ = std::move(counts_before);
     throw;
   }
   crcs_ = prev_crcs_;
@@ -1038,6 +1116,8 @@ nlohmann::json Store::Describe() const {
     nlohmann::json gh = nlohmann::json::array();
     for (const OptimizerConfig& h : group_hyper_) gh.push_back(HyperToJson(h));
     j["group_hyper"] = gh;
+    // Tensors whose step count is behind the committed step (steps without a gradient).
+    j["tensor_steps"] = TensorStepsToJson(tensor_steps_, step_);
   }
   nlohmann::json sh = nlohmann::json::array();
   for (const Shard& s : shards_) {

@@ -772,13 +772,15 @@ class _StoreOptimizer(torch.optim.Optimizer):
         [...]}, loadable by torch.optim.X.load_state_dict (and by this class).
 
         Per parameter (index in param_groups order, as PyTorch numbers them): 'step' (a float32
-        scalar tensor, the store's committed step) where PyTorch keeps one, and the optimizer's
-        buffers (exp_avg / exp_avg_sq, momentum_buffer, sum) as float32 CPU tensors of the
-        parameter's shape, read from the store's committed step (CRC-checked). For float16 /
-        bfloat16 models also 'fp32_master': the fp32 master weights, which torch.optim ignores
-        and load_state_dict here restores. Before the store exists the state is empty, as
-        torch.optim's before its first step; a store that exists is opened (as by step()) and
-        its committed step is what is returned, before this session's first step too.
+        scalar tensor: the parameter's own step count, the committed steps in which it had a
+        gradient) where PyTorch keeps one, and the optimizer's buffers (exp_avg / exp_avg_sq,
+        momentum_buffer, sum) as float32 CPU tensors of the parameter's shape, read from the
+        store's committed step (CRC-checked). For float16 / bfloat16 models also 'fp32_master':
+        the fp32 master weights, which torch.optim ignores and load_state_dict here restores.
+        A parameter that has not taken a step yet has no entry, as in torch.optim. Before the
+        store exists the state is empty, as torch.optim's before its first step; a store that
+        exists is opened (as by step()) and its committed step is what is returned, before
+        this session's first step too.
         """
         self._check_open()
         sd = super().state_dict()
@@ -786,7 +788,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
             if not os.path.exists(os.path.join(self._store_dir, "manifest.json")):
                 return sd
             self._ensure_session(check_weights=False)
-        step = self._session.step_count
+        counts = self._session.tensor_steps
         vars_ = self._session.vars
         exported = {}
         for var in ("m", "v"):
@@ -797,14 +799,16 @@ class _StoreOptimizer(torch.optim.Optimizer):
         master = self._store_weights() if self._params[0].dtype != torch.float32 else None
         state = {}
         for i, p in enumerate(self._params):
+            res = self.state[p].get("topk_residual") if p in self.state else None
+            if counts[i] == 0 and res is None:
+                continue  # no step taken: torch.optim has no state for it either
             st = {}
             if self._has_step_state:
-                st["step"] = torch.tensor(float(step))
+                st["step"] = torch.tensor(float(counts[i]))
             for var, key in self._state_keys.items():
                 st[key] = exported[var][i].reshape(p.shape) if var in exported else None
             if master is not None:
                 st["fp32_master"] = master[i].reshape(p.shape)
-            res = self.state[p].get("topk_residual") if p in self.state else None
             if res is not None:
                 # compress=TopK error feedback: what was not sent yet, in units of the gradient
                 # as handed over at loss scale topk_residual_scale.
@@ -821,9 +825,10 @@ class _StoreOptimizer(torch.optim.Optimizer):
 
         The param groups replace this optimizer's (hyper-parameters included), as torch.optim
         does. Per parameter the buffers must have the parameter's element count; parameters
-        without state start from the initial state (zeros; Adagrad: initial_accumulator_value).
-        The store's step becomes the state's 'step' (all parameters must agree: the kit keeps
-        one step count). The weights are the parameters' current values (load the model first),
+        without state start from the initial state (zeros; Adagrad: initial_accumulator_value)
+        at step count 0. Each parameter's 'step' becomes its step count in the store, and the
+        store's committed step the largest of them (SGD, which keeps no 'step': 1 for a
+        parameter with a momentum buffer, else 0). The weights are the parameters' current values (load the model first),
         or 'fp32_master' where present. Creates the store if it does not exist yet.
 
         The store's own committed state handed back -- o.load_state_dict(o.state_dict()), what
@@ -858,9 +863,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 index_of[id(p)] = idx
         saved_state = state_dict["state"]
         params, _ = self._describe_model()
-        theta, bufs, steps = [], {var: [] for var in self._state_keys}, set()
+        theta, bufs, steps = [], {var: [] for var in self._state_keys}, []
         residuals = []  # compress=TopK error feedback per parameter: (residual, scale) or None
-        any_buffer = False
         for i, p in enumerate(params):
             st = saved_state.get(index_of[id(p)], {})
             what = "state[{}]".format(index_of[id(p)])
@@ -871,7 +875,6 @@ class _StoreOptimizer(torch.optim.Optimizer):
             for var, key in self._state_keys.items():
                 t = st.get(key)
                 bufs[var].append(None if t is None else self._flat(t, p, what + "['%s']" % key))
-                any_buffer |= t is not None
             res = st.get("topk_residual")
             if res is not None:
                 res = self._flat(res, p, what + "['topk_residual']")
@@ -879,18 +882,18 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 residuals.append((res.reshape(p.shape).to(p.device), scale))
             else:
                 residuals.append(None)
-            if "step" in st:
+            if "step" in st and self._has_step_state:
                 s = st["step"]
                 s = float(s.item() if torch.is_tensor(s) else s)
-                if not (s >= 0 and s == int(s)):
+                if not (s >= 0 and s == int(s) and s < 2.0 ** 53):
                     raise ValueError("{}['step']: expected a whole number >= 0, found {!r}"
                                      .format(what, s))
-                steps.add(int(s))
-        if len(steps) > 1:
-            raise ValueError("state: expected one 'step' for every parameter (the kit keeps one "
-                             "step count per store), found steps {}".format(sorted(steps)))
-        step_given = bool(steps)
-        step = steps.pop() if steps else (1 if any_buffer else 0)
+                steps.append(int(s))
+            elif self._has_step_state:
+                steps.append(0)  # no state: it has not stepped
+            else:  # SGD: what matters is whether the momentum buffer exists (the first step)
+                steps.append(1 if any(bufs[var][-1] is not None for var in bufs) else 0)
+        step = max(steps) if steps else 0
         # Apply: the groups first (the store records them with the imported step); a refusal
         # below puts this optimizer's back.
         old_groups = list(self.param_groups)
@@ -909,13 +912,13 @@ class _StoreOptimizer(torch.optim.Optimizer):
             # The store's own committed state handed back (o.load_state_dict(o.state_dict()),
             # as Accelerate's prepare() does) is not imported: the step count stays, and
             # nothing is written.
-            if not self._is_committed_state(step if step_given else None, theta, bufs,
-                                            master_given):
+            if not self._is_committed_state(steps if self._has_step_state else None, theta,
+                                            bufs, master_given):
                 self._session.import_state(
                     step, theta,
                     m=bufs["m"] if "m" in bufs and "m" in vars_ else None,
                     v=bufs["v"] if "v" in bufs and "v" in vars_ else None,
-                    group_hyper=hyper)
+                    group_hyper=hyper, tensor_steps=steps)
                 # The imported weights are the model's (or the state's fp32 masters): the store
                 # is at them by definition, as a store this optimizer created.
                 self._weights_checked = True
@@ -929,26 +932,30 @@ class _StoreOptimizer(torch.optim.Optimizer):
             if r is not None:
                 st["topk_residual"], st["topk_residual_scale"] = r
 
-    def _is_committed_state(self, step, theta, bufs, master_given):
-        """Whether a loaded state is the store's committed one: its step (None: the state has
-        none, as SGD's), every buffer (all given) and the weights equal, bit for bit. When only
-        the weights differ and they were taken from the model (no 'fp32_master'), the model is
-        not at the store's step: importing would make the model's weights the store's and lose
-        its own, so that is refused."""
+    def _is_committed_state(self, counts, theta, bufs, master_given):
+        """Whether a loaded state is the store's committed one: every parameter's step count
+        (None: the state has none, as SGD's), every buffer (a parameter without one: at the
+        initial value) and the weights equal, bit for bit. When only the weights differ and
+        they were taken from the model (no 'fp32_master'), the model is not at the store's
+        step: importing would make the model's weights the store's and lose its own, so that
+        is refused."""
         sess = self._session
-        if sess.step_count == 0 or (step is not None and step != sess.step_count):
+        if sess.step_count == 0 or (counts is not None and counts != list(sess.tensor_steps)):
             return False
+        groups = [g for g in self.param_groups if g["params"]]
         for var in bufs:
             if var not in sess.vars:
                 if any(b is not None for b in bufs[var]):
                     return False
                 continue
-            if any(b is None for b in bufs[var]):
-                return False
-            stored = [torch.empty(b.numel(), dtype=torch.float32) for b in bufs[var]]
+            stored = [torch.empty(n, dtype=torch.float32) for _, n, _ in self._layout]
             sess.export_state(var, stored)
-            if not all(torch.equal(a, b) for a, b in zip(stored, bufs[var])):
-                return False
+            for (_, n, g), a, b in zip(self._layout, stored, bufs[var]):
+                if b is None:  # the initial value: 0, or Adagrad's initial accumulator value
+                    b = torch.full((n,), float(groups[g].get("initial_accumulator_value", 0.0)
+                                               if var == "v" else 0.0), dtype=torch.float32)
+                if not torch.equal(a, b):
+                    return False
         stored = self._store_weights()
         for (name, _, _), a, b in zip(self._layout, stored, theta):
             if not torch.equal(a, b):

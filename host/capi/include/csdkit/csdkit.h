@@ -395,6 +395,16 @@ CSDKIT_API csdkit_status csdkit_state_import(csdkit_store* store, int64_t step,
  *  Errors: CSDKIT_INVALID_ARGUMENT if store or step is NULL. */
 CSDKIT_API csdkit_status csdkit_store_step(csdkit_store* store, int64_t* step);
 
+/** steps[t] receives tensor t's step count (PyTorch's per-parameter `step`): the committed
+ *  steps in which it had a gradient. Every csdkit_step gives every tensor one, so through this
+ *  API the counts stay equal to the committed step; a store written by csdkit.torch, where a
+ *  parameter without a gradient keeps its count, continues from its counts here (bias
+ *  correction, Adagrad's lr decay and SGD's first step use them), and csdkit_state_import
+ *  sets every count to its `step`.
+ *  Errors: CSDKIT_INVALID_ARGUMENT (NULL store or steps; n_tensors not the layout's). */
+CSDKIT_API csdkit_status csdkit_tensor_steps(csdkit_store* store, int64_t* steps,
+                                             size_t n_tensors);
+
 /** *info receives what the store is. Errors: CSDKIT_INVALID_ARGUMENT if store or info is NULL. */
 CSDKIT_API csdkit_status csdkit_store_info_get(csdkit_store* store, csdkit_store_info* info);
 

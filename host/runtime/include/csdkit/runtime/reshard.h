@@ -29,7 +29,8 @@
 // hyper-parameters the source recorded for that torch group), created with the source's
 // optimizer, gradient and output dtypes, loss scale, FTZ policy and seed, `devices` devices (or
 // the source's), subgroups sized for `device_mem` as a trainer session sizes them; then its
-// slice of theta, m and/or v imported and committed at the source's step (state_io.h). When
+// slice of theta, m and/or v imported and committed at the source's step (state_io.h), each
+// piece with its tensor's step count (the pieces of a tensor must agree: else refused). When
 // every store is written, the records DST/rank-<r>.json: rank 0's source record with the new
 // world_size, rank, begin and end, each written to a temporary file, synced and renamed.
 //

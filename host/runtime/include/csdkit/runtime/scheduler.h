@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -182,6 +183,17 @@ class Scheduler {
 
  private:
   struct DevBufs;
+  /// The launches of one subgroup when its tensors' step counts differ (see Step): per
+  /// distinct new count, the subgroup-relative element ranges of the tensors stepped to it.
+  struct StepClass {
+    int64_t step = 0;
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;
+  };
+  /// Empty when every tensor with a gradient is at this step's number (one launch, as always);
+  /// else the subgroup's classes in ascending step order (none: no tensor of it has a gradient).
+  std::vector<StepClass> ClassesIn(uint64_t shard_base, const Subgroup& sg) const;
+  /// The kernel scalars of group `g` at step count `step` (precomputed by Step).
+  const KernelLaunch& LaunchFor(unsigned g, int64_t step) const;
   void SmartWorker(unsigned d, unsigned w, const GradientSet& g,
                    const std::vector<KernelLaunch>& k,
                    Store::Checksums* crcs, StepReport* rep, std::mutex* rep_mu,
@@ -193,8 +205,11 @@ class Scheduler {
   void Progress(const StepOptions& o);
   bool Dumps(const StepOptions& o, unsigned d, const Subgroup& sg) const;
   /// Writes one launch's golden directory (inputs `in`, outputs `out`, host buffers).
+  /// `step`/`launch`: the launch's step count and scalars; `part` >= 0 names the launch of a
+  /// subgroup that takes several (directory suffix "-launch-<part>").
   void DumpLaunch(const StepOptions& o, unsigned d, const Subgroup& sg, uint32_t nnz,
-                  const UpdateLaunch<AlignedBuffer>& in, const UpdateLaunch<AlignedBuffer>& out);
+                  const UpdateLaunch<AlignedBuffer>& in, const UpdateLaunch<AlignedBuffer>& out,
+                  int64_t step, const KernelLaunch& launch, int part);
 
   Store& store_;
   DeviceGroup& devices_;
@@ -213,6 +228,14 @@ class Scheduler {
   GradSpec step_grad_;
   std::vector<OptimizerConfig> step_hyper_;
   std::vector<KernelLaunch> step_launch_;
+  // Per-tensor step counts this step commits (model stores): the store's, + 1 where the tensor
+  // has a gradient. Uniform: every tensor with a gradient reaches step_ (one launch per
+  // subgroup); else tensor_begin_ (layout offsets) and the scalars per (group, count).
+  std::vector<int64_t> next_counts_;
+  std::vector<bool> stepped_;
+  std::vector<uint64_t> tensor_begin_;
+  bool uniform_counts_ = true;
+  std::map<std::pair<unsigned, int64_t>, KernelLaunch> class_launch_;
   std::atomic<uint64_t> dumped_{0}, dump_read_bytes_{0};
   std::atomic<uint64_t> nonfinite_{0};  // non-finite values written (StepOptions::allow_nonfinite)
   std::unique_ptr<WorkerPool> host_pool_;  // the baseline's host threads, kept between steps

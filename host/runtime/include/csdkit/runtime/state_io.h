@@ -46,6 +46,9 @@ struct StateImport {
   std::vector<const float*> m, v;
   /// The hyper-parameters recorded with the imported step, per group (empty = unchanged).
   std::vector<OptimizerConfig> group_hyper;
+  /// Each tensor's step count (torch.optim's per-parameter `step`; Store::tensor_steps), in
+  /// [0, step]; empty = every tensor at `step`.
+  std::vector<int64_t> tensor_steps;
 };
 
 /// Writes `in` into the slot that is not committed and commits it as step in.step. Checks every

@@ -166,6 +166,13 @@ class Store {
   /// Hyper-parameters per param group as the last committed step used them (at step 0: as
   /// created). A store without a layout has one group: config().hyper.
   const std::vector<OptimizerConfig>& group_hyper() const { return group_hyper_; }
+  /// Per tensor of the layout, the steps it has taken: torch.optim's per-parameter `step`,
+  /// counted in the commits where the tensor had a gradient (a step leaves a tensor without
+  /// one, and its count, as they were). Bias correction (Adam, AdamW), Adagrad's lr decay and
+  /// SGD's first step use the tensor's count. Equal to step() for every tensor that had a
+  /// gradient in every step; empty for a store without a layout (its one count is step()).
+  /// The manifest lists only the tensors whose count differs from the committed step.
+  const std::vector<int64_t>& tensor_steps() const { return tensor_steps_; }
   std::vector<Subgroup> Subgroups(unsigned device) const;
   /// Subgroups(device).size(), without building the list.
   uint64_t SubgroupCount(unsigned device) const;
@@ -186,9 +193,13 @@ class Store {
   void SyncNextSlot();
   /// Makes slot 1 - slot() durable and commits it with `crcs` (see the protocol) as step
   /// `step` (default: step() + 1; >= 0), recording the hyper-parameters it used per group
-  /// (`used`; nullptr = unchanged). std::logic_error on a store opened for reading.
+  /// (`used`; nullptr = unchanged) and each tensor's step count (`tensor_steps`: one per tensor
+  /// of the layout, each in [0, the new step]; nullptr = every tensor at the new step).
+  /// std::invalid_argument for a bad count (nothing committed); std::logic_error on a store
+  /// opened for reading.
   void Commit(const Checksums& crcs, const std::vector<OptimizerConfig>* used = nullptr,
-              std::optional<int64_t> step = std::nullopt);
+              std::optional<int64_t> step = std::nullopt,
+              const std::vector<int64_t>* tensor_steps = nullptr);
   /// Whether the manifest records the state the last commit replaced (see ROLLBACK), and its
   /// committed step (-1 when none).
   bool can_roll_back() const { return has_previous_; }
@@ -253,6 +264,7 @@ class Store {
   bool has_layout_ = false;
   ParamLayout layout_;
   std::vector<OptimizerConfig> group_hyper_;
+  std::vector<int64_t> tensor_steps_;  // per layout tensor (empty without a layout)
   Checksums crcs_;
   // The state the last commit replaced (ROLLBACK), when the manifest records it.
   bool has_previous_ = false;
@@ -260,6 +272,7 @@ class Store {
   unsigned prev_slot_ = 0;
   Checksums prev_crcs_;
   std::vector<OptimizerConfig> prev_group_hyper_;
+  std::vector<int64_t> prev_tensor_steps_;
   // files_[device][var][slot]
   std::vector<std::vector<std::vector<aio::File>>> files_;
 };
