@@ -230,3 +230,21 @@ def test_bad_step_counts_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"state\[2\]\['step'\]: expected a whole number"):
         opt.load_state_dict(sd)
     assert opt.session.step_count == 2
+
+
+def test_topk_streams_with_counts_apart_agree_across_modes(tmp_path):
+    """compress=TopK: the sparse streams of a subgroup whose tensors are at different counts go
+    through the same launches per count; the smart and baseline modes agree bit for bit, and
+    the counts are torch's."""
+    x, y = make_data()
+    models, opts = [], []
+    for mode in ("smart", "baseline"):
+        m = make_model()
+        models.append(m)
+        opts.append(ct.AdamW(m.parameters(), lr=3e-3, store=tmp_path / mode, devices=DEVICES,
+                             mode=mode, compress=ct.TopK(0.1)))
+    run(models[0], opts[0], unfreeze, 13, x, y, twin=(models[1], opts[1]))
+    for a, b in zip(models[0].parameters(), models[1].parameters()):
+        assert torch.equal(a, b)
+    assert opts[0].session.tensor_steps == opts[1].session.tensor_steps == [3, 3, 13, 13, 13, 13]
+    assert not torch.equal(models[0].fc1.weight, make_model().fc1.weight)  # unfrozen: trained
