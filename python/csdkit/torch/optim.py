@@ -968,7 +968,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
                     "is {!r} in the model and {!r} in the store): importing would replace the "
                     "store's weights with the model's; call resume() to load the store's "
                     "weights into the model first, or load the model checkpoint of step {}"
-                    .format(self._store_dir, step, name, i, float(b[i]), float(a[i]), step))
+                    .format(self._store_dir, sess.step_count, name, i, float(b[i]), float(a[i]),
+                            sess.step_count))
         return True
 
     @staticmethod
