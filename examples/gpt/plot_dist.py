@@ -39,13 +39,13 @@ def main(argv=None):
 
     fig, (top, mid, bottom) = plt.subplots(3, 1, figsize=(9, 10),
                                            gridspec_kw={"height_ratios": [3, 1.3, 2.6]})
+    mid.sharex(top)
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
     ref = runs[0][1]["loss"]
     for i, (label, s) in enumerate(runs):
         its = range(s["first_iteration"], s["first_iteration"] + len(s["loss"]))
-        top.plot(list(its), s["loss"], label="{} ({} rank{})".format(
-            label, s["world_size"], "" if s["world_size"] == 1 else "s"),
-            lw=2.2 if i == 0 else 1.1, ls="-" if i == 0 else "--", color=colors[i % 5])
+        top.plot(list(its), s["loss"], label="{} (final {:.4f})".format(label, s["loss"][-1]),
+                 lw=2.2 if i == 0 else 1.1, ls="-" if i == 0 else "--", color=colors[i % 5])
         if i:
             pts = [(it, abs(a - b)) for it, a, b in zip(its, s["loss"], ref) if a != b]
             if pts:
@@ -60,7 +60,7 @@ def main(argv=None):
     top.legend()
     top.grid(alpha=0.3)
     mid.set_yscale("log")
-    mid.set_ylabel("|Δ loss|")
+    mid.set_ylabel("|Δ loss| (equal: not drawn)")
     mid.set_xlabel("iteration")
     mid.grid(alpha=0.3)
     if mid.get_legend_handles_labels()[0]:

@@ -22,7 +22,7 @@ ranks' agreement, the slice to and from pinned host memory, the binding). Rank 0
 <out>/summary.json with every rank's figures, the shared-link bytes per rank, the medians after
 --warmup iterations, the versions and the machine.
 
-Checks (see examples/gpt/README.md, "Data parallel"):
+Checks (docs/trainer.md, "Across GPUs", has the runs and their results):
   --grads seeded   every step's gradient comes from a seed instead of forward/backward: a global
                    gradient G_k (bf16/fp32, from the seed and the step only) of which each
                    element is given, times W, to one rank drawn at random (the others get 0), so
