@@ -48,6 +48,25 @@ _KIT_ARGS = dict(store=None, devices=None, backend="model", device_mem=4 << 30, 
                  mode="smart", max_grad_norm=None, compress=None, overlap_backward=True)
 
 
+def _probe(g):
+    """Three elements of a CPU gradient (first, middle, last), as bit patterns; None when all
+    three are zero. A gradient queued into the arena during backward and then changed in place
+    without a version bump -- GradScaler.unscale_ on torch 2.x does exactly that
+    (torch._amp_foreach_non_finite_check_and_unscale_ leaves _version as it was), multiplying
+    every element by 1/scale -- differs here at step(), and is copied again. A gradient with
+    those three zero is copied again in any case."""
+    flat = g.detach().reshape(-1)
+    n = flat.numel()
+    idx = torch.tensor([0, n // 2, n - 1])
+    vals = flat.index_select(0, idx)
+    if not bool(vals.ne(0).any()):
+        return None
+    return tuple(vals.view(_BITS[vals.dtype]).tolist())
+
+
+_BITS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+
+
 def _kit_args(local_vars):
     """The kit's keyword arguments out of a constructor's locals()."""
     return {k: local_vars[k] for k in _KIT_ARGS}
@@ -475,7 +494,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 or g.dtype != p.dtype or g.shape != p.shape or not g.is_contiguous():
             return
         self._session.queue_fill(t, g)
-        self._arena_src[t] = (g, g._version)
+        self._arena_src[t] = (g, g._version, _probe(g))
         self._arena_keep.append(g)
 
     def _uses_arena(self):
@@ -494,7 +513,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 if g is None:
                     continue
                 src = self._arena_src.get(t)
-                if src is None or src[0] is not g or src[1] != g._version:
+                if src is None or src[0] is not g or src[1] != g._version \
+                        or src[2] is None or src[2] != _probe(g):
                     sess.fill(t, g)
             self._marks = [time.perf_counter()]
             return sess.step_arena(has_grad, group_hyper=hyper, weights_out=out,
