@@ -845,7 +845,6 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   step_ = rep.step;
   step_grad_ = gs;
   step_hyper_ = used;
-  step_launch_ = k;
   // Per-tensor step counts (torch.optim's per-parameter `step`): a tensor with a gradient in
   // this step takes its count + 1 (a tensor without one keeps its count). Where every tensor
   // with a gradient reaches rep.step -- it had one in every step so far -- each subgroup is one

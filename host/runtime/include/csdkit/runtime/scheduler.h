@@ -223,11 +223,10 @@ class Scheduler {
   std::atomic<uint64_t> done_{0};
   uint64_t total_ = 0;
   std::mutex progress_mu_;
-  // This step's launch parameters, for DumpLaunch.
+  // This step's number and launch parameters (DumpLaunch takes each launch's scalars).
   int64_t step_ = 0;
   GradSpec step_grad_;
   std::vector<OptimizerConfig> step_hyper_;
-  std::vector<KernelLaunch> step_launch_;
   // Per-tensor step counts this step commits (model stores): the store's, + 1 where the tensor
   // has a gradient. Uniform: every tensor with a gradient reaches step_ (one launch per
   // subgroup); else tensor_begin_ (layout offsets) and the scalars per (group, count).
