@@ -284,7 +284,9 @@ def test_fused_max_grad_norm_equals_clip_grad_norm(twin_models, tmp_path):
 # -- param groups --------------------------------------------------------------------------
 
 
-def test_add_param_group_before_the_store_and_refused_after(tmp_path):
+def test_add_param_group_before_the_store_and_after(tmp_path):
+    """Before the store: the group joins the layout. After: the store grows (the details in
+    test_add_param_group.py)."""
     ref, kit = make_model(), make_model()
     x, y = make_data()
     ref_opt = torch.optim.AdamW([ref.fc1.weight, ref.fc1.bias], lr=1e-3, foreach=False)
@@ -295,8 +297,10 @@ def test_add_param_group_before_the_store_and_refused_after(tmp_path):
     opt.add_param_group({"params": [p for n, p in kit.named_parameters()
                                     if not n.startswith("fc1")], "lr": 4e-3})
     assert_close_run(train_side_by_side(ref, kit, ref_opt, opt, 50, x, y))
-    with pytest.raises(ValueError, match="layout .* is fixed; add param groups before"):
-        opt.add_param_group({"params": [torch.nn.Parameter(torch.zeros(3))]})
+    extra = torch.nn.Parameter(torch.zeros(3))
+    opt.add_param_group({"params": [extra]})
+    assert len(opt.session.layout) == 7 and opt.session.step_count == 50
+    assert list(opt.session.tensor_steps) == [50] * 6 + [0]
     with pytest.raises(NotImplementedError, match="amsgrad=True"):
         ct.AdamW([kit.fc1.weight], store=tmp_path / "t").add_param_group(
             {"params": [kit.fc2.weight], "amsgrad": True})

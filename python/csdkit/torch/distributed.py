@@ -139,6 +139,21 @@ class _ZeroMixin:
         # After a resume that rolled stores back to the common step: {step, ranks, steps}.
         self.rolled_back = None
 
+    def add_param_group(self, param_group):
+        """As torch.optim's before the rank stores exist (every rank must add the same group).
+        After that it is refused: growing the flattened model moves every rank's slice of it,
+        which this class does not do (the one-process optimizers grow their store)."""
+        if getattr(self, "_store_root", None) is not None and (
+                self._session is not None
+                or os.path.exists(os.path.join(self._store_dir, "manifest.json"))):
+            raise ValueError("{}.add_param_group: the rank stores under '{}' exist, and growing "
+                             "the partitioned layout (every rank's slice of the flattened model "
+                             "moves) is not supported; build the optimizer with every "
+                             "parameter from the start (one without a gradient keeps its "
+                             "weights, state and step count)"
+                             .format(type(self).__name__, self._store_root))
+        super().add_param_group(param_group)
+
     # -- the model and its partition -----------------------------------------------------
 
     def _plan(self, params, layout):

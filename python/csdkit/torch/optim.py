@@ -72,6 +72,55 @@ def _kit_args(local_vars):
     return {k: local_vars[k] for k in _KIT_ARGS}
 
 
+def _exchange_dirs(a, b):
+    """Swaps directories a and b in one step (renameat2 with RENAME_EXCHANGE: at every moment
+    each path names one complete directory), then makes the swap durable (fsync of the parent)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is None:
+        raise csdkit.StoreError("cannot exchange '{}' and '{}' atomically: this C library has "
+                                "no renameat2 (glibc >= 2.28 has)".format(a, b))
+    at_fdcwd, rename_exchange = -100, 2
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) != 0:
+        e = ctypes.get_errno()
+        raise csdkit.StoreError("cannot exchange '{}' and '{}' atomically: {}{}".format(
+            a, b, os.strerror(e), " (the file system does not support RENAME_EXCHANGE)"
+            if e in (22, 38, 95) else ""))
+    fd = os.open(os.path.dirname(a) or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_store_files(path, devices, vars_):
+    """Removes a store's own files (the manifest, each device's identity and state files) and
+    its directories; anything else found there stays, and so does the directory holding it."""
+    names = ["device.json"] + ["{}.{}.bin".format(v, s) for v in vars_ for s in (0, 1)]
+    for d in range(devices):
+        dev = os.path.join(path, "dev%d" % d)
+        for f in names:
+            try:
+                os.unlink(os.path.join(dev, f))
+            except FileNotFoundError:
+                pass
+        try:
+            os.rmdir(dev)
+        except (FileNotFoundError, OSError):
+            pass
+    for f in ("manifest.json", "manifest.json.tmp"):
+        try:
+            os.unlink(os.path.join(path, f))
+        except FileNotFoundError:
+            pass
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
 def _read_json(path, max_bytes):
     """A JSON document the kit wrote (a manifest, a rank record) read under the bounds its C++
     reader holds to (csdkit/platform/json_file.h): a regular file of at most `max_bytes`,
@@ -288,8 +337,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
         """After the store is open: the parameters must be the ones it was made for."""
         if len(layout) != len(self._layout):
             raise ValueError("param_groups: expected the {} parameters the store was created "
-                             "for, found {} (add_param_group or a changed parameter list after "
-                             "the store exists is not supported: its layout is fixed)"
+                             "for, found {} (a parameter list changed other than through "
+                             "add_param_group, which grows the store)"
                              .format(len(self._layout), len(layout)))
         for (name, n, g), (_, n0, g0), p, p0, shape in zip(layout, self._layout, params,
                                                           self._params, self._shapes):
@@ -445,16 +494,135 @@ class _StoreOptimizer(torch.optim.Optimizer):
                                                          getattr(self, "_store_dir", "?")))
 
     def add_param_group(self, param_group):
-        if getattr(self, "_session", None) is not None:
-            raise ValueError("{}.add_param_group: the store '{}' exists and its layout (the "
-                             "parameters and their groups) is fixed; add param groups before "
-                             "the first step() (or use a new store)"
-                             .format(type(self).__name__, self._store_dir))
+        """Adds a param group, as torch.optim.Optimizer.add_param_group (the way gradual
+        unfreezing and progressive growing are written).
+
+        Before the store exists the group joins the layout the first step() creates. Once it
+        exists, the store grows: its committed state (weights, buffers, each parameter's step
+        count, the groups' hyper-parameters) is carried into a store of the grown layout built
+        beside it (`<store>.grow-<pid>`, same file system), whose new parameters start from
+        their current values, the initial buffers and step count 0; that store replaces the
+        old one in one atomic exchange of the two directories (renameat2 RENAME_EXCHANGE; a
+        file system without it is refused with nothing changed), and the old store's files are
+        removed. The committed step stays; the state the last commit replaced does not carry
+        over (roll_back() has nothing to return to until the next step). Takes the store's
+        size in host memory for the copy, and its read and write once.
+
+        Raises what torch.optim raises for a bad group (a parameter already in another group,
+        ...), ValueError for a parameter the kit cannot hold, csdkit.StoreError when the model
+        is not at the store's weights (as step() does) or the store directory holds files the
+        store did not write (they would be lost with the old store). On any error the
+        optimizer and the store are as they were.
+        """
+        if not hasattr(self, "_store_dir"):  # torch.optim.Optimizer.__init__ is running
+            super().add_param_group(param_group)
+            return
+        self._check_open()
+        n_before = len(self.param_groups)
         super().add_param_group(param_group)
-        if hasattr(self, "_store_dir"):  # not while torch.optim.Optimizer.__init__ runs
-            self._check_group(self.param_groups[-1])
-            if self._overlap:
-                self._hook_params(self.param_groups[-1]["params"])
+        group = self.param_groups[-1]
+        try:
+            self._check_group(group)
+            if group["params"] and self._needs_growth():
+                self._grow_store()
+        except BaseException:
+            del self.param_groups[n_before:]
+            raise
+        if self._overlap:
+            self._hook_params(group["params"])
+
+    def _needs_growth(self):
+        """Whether the store exists with fewer tensors than the param groups now hold. A store
+        that already holds them all (one grown by an earlier process, reopened by a script that
+        builds its optimizer and then adds the group again) just takes the group back."""
+        if self._session is not None:
+            return True
+        manifest = os.path.join(self._store_dir, "manifest.json")
+        if not os.path.exists(manifest):
+            return False
+        try:
+            tensors = len(_read_json(manifest, _MAX_MANIFEST_BYTES)["layout"]["tensors"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise csdkit.StoreError("store '{}': expected a readable manifest.json, found {}"
+                                    .format(self._store_dir, e)) from None
+        return tensors < sum(len(g["params"]) for g in self.param_groups)
+
+    def _grow_store(self):
+        """add_param_group on an existing store: the store of the grown layout replaces it,
+        carrying its committed state (see add_param_group)."""
+        name = type(self).__name__
+        added = self.param_groups.pop()
+        try:  # the store as it is, for the layout without the new group
+            self._ensure_session(check_weights=True)
+        finally:
+            self.param_groups.append(added)
+        sess = self._session
+        params, layout = self._describe_model()  # checks the new parameters too
+        n_old = len(self._layout)
+        devices = sess.devices
+        vars_ = list(sess.vars)
+        # Everything in the directory must be the store's own: the old store is removed below.
+        own = {"manifest.json", "manifest.json.tmp"} | {"dev%d" % d for d in range(devices)}
+        dev_own = {"device.json"} | {"{}.{}.bin".format(v, s) for v in vars_ for s in (0, 1)}
+        for entry in sorted(os.listdir(self._store_dir)):
+            extra = [entry] if entry not in own else [
+                os.path.join(entry, f) for f in sorted(os.listdir(
+                    os.path.join(self._store_dir, entry))) if f not in dev_own] \
+                if entry.startswith("dev") else []
+            if extra:
+                raise csdkit.StoreError(
+                    "{}.add_param_group: the store '{}' holds '{}', which the store did not "
+                    "write; growing the store replaces its directory, so move that elsewhere "
+                    "first".format(name, self._store_dir, extra[0]))
+        store = os.path.abspath(self._store_dir)
+        tmp = "{}.grow-{}".format(store, os.getpid())
+        if os.path.lexists(tmp):
+            raise csdkit.StoreError(
+                "{}.add_param_group: '{}' exists (left by an interrupted add_param_group of a "
+                "process with this pid: the store before or after growing, the other being "
+                "'{}'); expected to create it; remove it or move it away".format(
+                    name, tmp, self._store_dir))
+        desc = sess.describe()
+        step = sess.step_count
+        new_params = params[n_old:]
+        counts = list(sess.tensor_steps) + [0] * len(new_params)
+        with torch.no_grad():
+            theta = self._store_weights() + [
+                p.detach().to(device="cpu", dtype=torch.float32).reshape(-1).contiguous()
+                for p in new_params]
+        bufs = {}
+        for var in ("m", "v"):
+            if var in vars_:
+                flat = [torch.empty(n, dtype=torch.float32) for _, n, _ in self._layout]
+                sess.export_state(var, flat)
+                bufs[var] = flat + [None] * len(new_params)  # None: the initial value
+        groups = list(sess.group_hyper) + [self._group_hyper(self.param_groups[-1])]
+        grown = None
+        try:
+            grown = csdkit.Session.create(
+                tmp, layout, groups, theta, optimizer=self._optimizer, devices=devices,
+                backend=self._backend, grad_dtype=sess.grad_dtype, out_dtype=sess.out_dtype,
+                loss_scale=float(desc["loss_scale"]), device_mem=self._device_mem,
+                link_model=self._link_model, ftz=bool(desc["ftz"]), seed=int(desc["seed"]))
+            if step > 0:
+                grown.import_state(step, theta, m=bufs.get("m"), v=bufs.get("v"),
+                                   group_hyper=groups, tensor_steps=counts)
+            grown.verify()
+            grown = None  # closes it (and releases its lock) before the exchange
+            _exchange_dirs(store, tmp)
+        except BaseException:
+            grown = None
+            if os.path.isdir(tmp):  # ours: made by Session.create above
+                _remove_store_files(tmp, devices, vars_)
+            raise
+        # The store path names the grown store now; tmp the old one, still open here.
+        self._session = None  # closes the old store
+        self._arena_src.clear()
+        self._arena_keep.clear()
+        self._flat_acc = None
+        self._ensure_session(check_weights=False)
+        self._weights_checked = True  # old parameters at the store's weights, new ones taken as they are
+        _remove_store_files(tmp, devices, vars_)
 
     # -- gradients handed over during backward (overlap_backward) ---------------------------
 
