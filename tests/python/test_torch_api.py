@@ -65,9 +65,11 @@ def test_state_dict_round_trip_keeps_the_stores_step(tmp_path, name):
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b2.parameters()))
 
 
-def test_round_trip_refuses_a_model_not_at_the_stores_weights(tmp_path):
-    """State and step are the store's, the model's weights are not (it was not resumed):
-    importing would replace the store's weights by the model's. Refused, nothing written."""
+def test_round_trip_with_a_model_not_at_the_stores_weights_imports_nothing(tmp_path):
+    """State and step are the store's, the model's weights are not (it was not resumed; HF
+    Trainer resuming from an older checkpoint is here after Accelerate's prepare()): importing
+    would replace the store's weights by the model's. Nothing is imported or written; step()
+    then refuses the model until a load or resume() brings both to one step."""
     x, y = make_data()
     m = make_model()
     o = ct.AdamW(m.parameters(), lr=3e-3, store=tmp_path / "s", devices=DEVICES)
@@ -77,12 +79,19 @@ def test_round_trip_refuses_a_model_not_at_the_stores_weights(tmp_path):
     fresh = make_model()  # the initial weights, not step 3's
     o2 = ct.AdamW(fresh.parameters(), lr=3e-3, store=tmp_path / "s")
     sd = o2.state_dict()
-    with pytest.raises(csdkit.StoreError, match=r"committed step 3 .*call resume\(\)"):
-        o2.load_state_dict(sd)
+    o2.load_state_dict(sd)
+    assert o2.session.step_count == 3
     assert store_bytes(tmp_path / "s") == before
+    with pytest.raises(csdkit.StoreError, match=r"committed step 3.*expected the model's "
+                                                r"weights.*call resume\(\)"):
+        train(fresh, o2, 1, x, y)
+    assert store_bytes(tmp_path / "s") == before
+    o2 = ct.AdamW(fresh.parameters(), lr=3e-3, store=tmp_path / "s")
     o2.resume()
     o2.load_state_dict(sd)  # now the model is at the store's weights
     assert o2.session.step_count == 3
+    train(fresh, o2, 1, x, y)
+    assert o2.session.step_count == 4
 
 
 def test_a_changed_state_is_still_imported(tmp_path):

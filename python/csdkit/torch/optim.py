@@ -1022,8 +1022,10 @@ class _StoreOptimizer(torch.optim.Optimizer):
         The store's own committed state handed back -- o.load_state_dict(o.state_dict()), what
         Accelerate's prepare() does -- is recognised (step, buffers and weights equal bit for
         bit) and not imported: only the param groups change. If its step and buffers are the
-        store's but the model's weights are not (a model not loaded to the store's step),
-        csdkit.StoreError is raised rather than the store's weights replaced by the model's.
+        store's but the model's weights are not (a model not loaded to the store's step, as
+        when HF Trainer resumes from an older checkpoint), nothing is imported either -- the
+        store's weights are not replaced by the model's -- and step() refuses to run until a
+        load of another state or resume() brings model and store to one step.
         """
         self._check_open()
         if not isinstance(state_dict, dict) or "state" not in state_dict \
@@ -1149,15 +1151,14 @@ class _StoreOptimizer(torch.optim.Optimizer):
             if not torch.equal(a, b):
                 if master_given:
                     return False
-                i = int((a != b).nonzero()[0])
-                raise csdkit.StoreError(
-                    "load_state_dict: the state is the store '{}''s committed step {} (every "
-                    "buffer equal), but the model's weights are not the store's ({} element {} "
-                    "is {!r} in the model and {!r} in the store): importing would replace the "
-                    "store's weights with the model's; call resume() to load the store's "
-                    "weights into the model first, or load the model checkpoint of step {}"
-                    .format(self._store_dir, sess.step_count, name, i, float(b[i]), float(a[i]),
-                            sess.step_count))
+                # Step and buffers are the store's, the weights not: the model is not at the
+                # store's step (HF Trainer resuming from an older checkpoint: Accelerate's
+                # prepare() hands the optimizer its own state back before the checkpoint's
+                # state is loaded). Importing would replace the store's weights with the
+                # model's, so nothing is imported; step() refuses a model not at the store's
+                # weights until a load (or resume()) brings the two to one step.
+                self._weights_checked = False
+                return True
         return True
 
     @staticmethod
