@@ -1,5 +1,6 @@
 // `csdkit plan`: iteration time and its breakdown for a model on N devices in each mode, the
-// optimizer step planned by the shipped scheduler on null devices (csdkit/planner/planner.h);
+// optimizer step planned by the shipped scheduler on null devices (csdkit/planner/planner.h),
+// the trainer's host path around it, and the iteration at each overlap level;
 // `--paper` prints the calibration against the Smart-Infinity paper; `--plot DIR` writes PNGs
 // through matplotlib (python/csdkit/plan_plot.py, run with the interpreter found at build time).
 #include <sys/stat.h>
@@ -43,6 +44,13 @@ struct PlanOpts {
   double ssd_read = 0, ssd_write = 0, kernel = 0, raid_read = 0, raid_write = 0, host_update = 0;
   std::string ssd_shared;  // "", "on", "off"
   unsigned host_threads = 0;
+  std::string host_path;   // "", "gpu", "dev", "none"
+  double host_copy = 0, host_weights = 0, host_per_tensor = -1;  // GB/s, GB/s, microseconds
+  uint64_t tensors = 0;
+  double bwd_ratio = 2.0;
+  uint64_t grad_bucket = uint64_t{25} << 20;
+  std::string shard_order = "contiguous";
+  std::string overlap = "none";
   std::string devices = "1,2,4,8,10,16";
   std::vector<std::string> modes = {"baseline", "smart", "handler", "topk"};
   double topk = 0.01;
@@ -157,6 +165,26 @@ planner::SystemProfile MakeSystem(const PlanOpts& o) {
     changed = true;
   }
   if (changed) s.name += " (modified)";
+  // The trainer's host path: the system's own, or a named one, then option by option.
+  if (!o.host_path.empty()) s.host = planner::HostPathByName(o.host_path);
+  bool host_changed = false;
+  if (o.host_copy > 0) {
+    s.host.grad_fill = o.host_copy * 1e9;
+    host_changed = true;
+  }
+  if (o.host_weights > 0) {
+    s.host.weights_back = o.host_weights * 1e9;
+    host_changed = true;
+  }
+  if (o.host_per_tensor >= 0) {
+    s.host.per_tensor = o.host_per_tensor * 1e-6;
+    host_changed = true;
+  }
+  if (host_changed) {
+    // A rate given alone on a path without one: the other direction stays free, and says so.
+    s.host.name += " (modified)";
+    s.host.source += "; modified by --host-copy/--host-weights/--host-per-tensor";
+  }
   return s;
 }
 
@@ -189,6 +217,19 @@ planner::PlanModel MakeModel(const PlanOpts& o) {
   }
   m.device_mem = o.device_mem;
   m.subgroup = o.subgroup;
+  m.bwd_ratio = o.bwd_ratio;
+  m.grad_bucket = o.grad_bucket;
+  m.shard_order = planner::ParseShardOrder(o.shard_order);
+  if (o.tensors != 0) {
+    m.tensors = o.tensors;
+    m.tensors_from = "given (--tensors)";
+  } else if (o.layers != 0) {
+    m.tensors = 12 * o.layers + 4;
+    m.tensors_from = "GPT-2 shape: 12 per layer, 2 embeddings, the final norm's 2";
+  } else {
+    m.tensors = planner::EstimateTensors(m.params);
+    m.tensors_from = "estimated from the parameter count (a GPT-2 shape of hidden 64 per layer)";
+  }
   return m;
 }
 
@@ -283,6 +324,42 @@ void AddPlanCommand(CLI::App& app) {
   c->add_option("--host-update", o->host_update,
                 "baseline CPU update per thread, GB/s of memory traffic")
       ->check(FiniteIn(0, 10000, true));
+  c->add_option("--host-path", o->host_path,
+                "trainer host path: gpu (the GPU machine's), dev (this project's development "
+                "machine) or none (default: the system's; kit: gpu, paper: none)")
+      ->check(CLI::IsMember({"gpu", "dev", "none"}));
+  c->add_option("--host-copy", o->host_copy,
+                "host path: gradient fill into the transfer arena (copy, finiteness check, norm "
+                "sum), GB/s")
+      ->check(FiniteIn(0, 10000, true));
+  c->add_option("--host-weights", o->host_weights,
+                "host path: weights copied back into the parameters, GB/s")
+      ->check(FiniteIn(0, 10000, true));
+  c->add_option("--host-per-tensor", o->host_per_tensor,
+                "host path: fixed cost per tensor and direction, microseconds")
+      ->check(FiniteIn(0, 1e6, false));
+  c->add_option("--tensors", o->tensors,
+                "parameter tensors of the model (default: from --layers, or estimated)")
+      ->check(Count(1, uint64_t{1} << 32));
+  c->add_option("--bwd-ratio", o->bwd_ratio,
+                "backward seconds over forward seconds (fwd+bwd split; about 3 with activation "
+                "checkpointing)")
+      ->check(FiniteIn(0, 100, true))
+      ->capture_default_str();
+  c->add_option("--grad-bucket", o->grad_bucket,
+                "gradient bytes handed over together during backward (overlap model)")
+      ->check(Count(1, uint64_t{1} << 40))
+      ->capture_default_str();
+  c->add_option("--shard-order", o->shard_order,
+                "overlap model, level step: contiguous (the kit's shards) or interleaved (a "
+                "what-if: each device's subgroups spread over the model)")
+      ->check(CLI::IsMember({"contiguous", "interleaved"}))
+      ->capture_default_str();
+  c->add_option("--overlap", o->overlap,
+                "iteration the speedups, the scaling and the plots use: none (serial), weights, "
+                "grads (the runtime today for CUDA / CPU parameters) or step (issue 26's design)")
+      ->check(CLI::IsMember({"none", "weights", "grads", "step"}))
+      ->capture_default_str();
   c->add_option("--devices", o->devices, "device counts: N, N,M,..., A-B")->capture_default_str();
   c->add_option("--modes", o->modes, "modes: baseline, smart, handler, topk")
       ->delimiter(',')
@@ -335,25 +412,48 @@ void AddPlanCommand(CLI::App& app) {
           }
         }
       }
+      const planner::Overlap level = planner::ParseOverlap(o->overlap);
+      const planner::Overlap kLevels[] = {planner::Overlap::kNone, planner::Overlap::kWeights,
+                                          planner::Overlap::kGrads, planner::Overlap::kStep};
       std::vector<PlanPoint> pts;
-      std::map<unsigned, double> base;  // baseline iteration per N
+      std::map<unsigned, const PlanPoint*> base;  // the baseline's point per N
       for (unsigned n : ns) {
         for (const std::string& ms : o->modes) {
           const PlanMode mode = planner::ParsePlanMode(ms);
           pts.push_back(planner::PlanIteration(m, sys, mode, n,
                                                mode == PlanMode::kTopK ? o->topk : 0.0));
-          if (mode == PlanMode::kBaseline) base[n] = pts.back().iteration();
         }
       }
-      const double base1 = base.count(ns.front()) ? base[ns.front()] : 0.0;
+      for (const PlanPoint& p : pts) {
+        if (p.mode == PlanMode::kBaseline) base[p.devices] = &p;
+      }
+      // The iteration the speedups and the scaling use: at the --overlap level.
+      const auto iter = [level](const PlanPoint& p) { return p.Iteration(level); };
+      const double base1 = base.count(ns.front()) ? iter(*base[ns.front()]) : 0.0;
       out["model"] = m.ToJson();
       out["system"] = sys.ToJson();
+      out["overlap"] = {
+          {"level", planner::OverlapName(level)},
+          {"runtime_today",
+           "weights for CUDA parameters (their gradients staged at step()), grads for CPU "
+           "parameters with overlap_backward; step is issue 26's design, not implemented"}};
       out["points"] = nlohmann::json::array();
       for (const PlanPoint& p : pts) {
         nlohmann::json j = p.ToJson();
-        if (base.count(p.devices)) j["speedup_vs_baseline"] = base[p.devices] / p.iteration();
+        // Keys after "seconds" only (see PlanPoint::ToJson): speedup_*.
+        if (base.count(p.devices)) {
+          j["speedup_vs_baseline"] = iter(*base[p.devices]) / iter(p);
+          for (planner::Overlap l : kLevels) {
+            j["speedup_vs_baseline_by_overlap"][planner::OverlapName(l)] =
+                base[p.devices]->Iteration(l) / p.Iteration(l);
+          }
+        }
+        for (planner::Overlap l : kLevels) {
+          j["speedup_overlap_vs_serial"][planner::OverlapName(l)] =
+              p.iteration() / p.Iteration(l);
+        }
         if (base1 > 0) {
-          j["throughput_vs_baseline_at_" + std::to_string(ns.front())] = base1 / p.iteration();
+          j["throughput_vs_baseline_at_" + std::to_string(ns.front())] = base1 / iter(p);
         }
         out["points"].push_back(j);
       }
@@ -370,7 +470,7 @@ void AddPlanCommand(CLI::App& app) {
         const PlanPoint& last = *mp.back();
         unsigned sat = last.devices;
         for (const PlanPoint* p : mp) {
-          if (last.iteration() / p->iteration() >= 0.9) {
+          if (iter(last) / iter(*p) >= 0.9) {
             sat = p->devices;
             break;
           }
@@ -382,23 +482,50 @@ void AddPlanCommand(CLI::App& app) {
                               {"busy_at_max", busy}};
       }
       if (!o->json) {
-        std::printf("model %s; forward+backward %.3f s (%s)\nsystem %s\n", m.name.c_str(),
-                    m.fwd_bwd, m.fwd_bwd_from.c_str(), sys.name.c_str());
-        std::printf("%4s %-9s %8s %8s %9s %8s %9s %8s %10s  %s\n", "N", "mode", "fwd+bwd",
-                    "grad out", "step", "wts in", "iteration", "speedup", "shared GB",
-                    "bound by (busy)");
+        std::printf("model %s; forward+backward %.3f s (%s), backward %.3g x forward; %llu "
+                    "tensors (%s)\nsystem %s; host path %s (gradient fill %.2f GB/s, weights "
+                    "back %.2f GB/s, %.1f us per tensor)\n",
+                    m.name.c_str(), m.fwd_bwd, m.fwd_bwd_from.c_str(), m.bwd_ratio,
+                    static_cast<unsigned long long>(pts.front().tensors), m.tensors_from.c_str(),
+                    sys.name.c_str(), sys.host.name.c_str(), sys.host.grad_fill / 1e9,
+                    sys.host.weights_back / 1e9, sys.host.per_tensor * 1e6);
+        const auto times = [](double x) {
+          char b[32];
+          std::snprintf(b, sizeof b, "%.3fx", x);
+          return std::string(b);
+        };
+        std::printf("%4s %-9s %8s %8s %8s %9s %8s %9s %9s %8s %10s  %s\n", "N", "mode",
+                    "fwd+bwd", "grad out", "host", "step", "wts in", "serial",
+                    ("@" + o->overlap).c_str(), "speedup", "shared GB", "bound by (busy)");
         for (size_t i = 0; i < pts.size(); ++i) {
           const PlanPoint& p = pts[i];
           const nlohmann::json& j = out["points"][i];
           const double most = BoundBusy(p);
-          std::printf("%4u %-9s %8.3f %8.3f %9.3f %8.3f %9.3f %8s %10.2f  %s (%.0f%%)\n",
-                      p.devices, planner::PlanModeName(p.mode), p.fwd_bwd, p.grad_out, p.step,
-                      p.weights_in, p.iteration(),
+          std::printf("%4u %-9s %8.3f %8.3f %8.3f %9.3f %8.3f %9.3f %9.3f %8s %10.2f  %s "
+                      "(%.0f%%)\n",
+                      p.devices, planner::PlanModeName(p.mode), p.fwd_bwd, p.grad_out,
+                      p.grad_fill + p.weights_back, p.step, p.weights_in, p.iteration(),
+                      iter(p),
                       j.contains("speedup_vs_baseline")
-                          ? (std::to_string(j["speedup_vs_baseline"].get<double>()).substr(0, 5) +
-                             "x").c_str()
+                          ? times(j["speedup_vs_baseline"].get<double>()).c_str()
                           : "-",
                       p.bytes.Shared() / 1e9, p.bottleneck.c_str(), 100 * most);
+        }
+        std::printf("iteration at each overlap level, seconds (gain over serial); the runtime "
+                    "today: weights for CUDA parameters, grads for CPU ones; step: issue 26's "
+                    "design (%s shards), not implemented\n",
+                    planner::ShardOrderName(m.shard_order));
+        std::printf("%4s %-9s %9s %17s %17s %17s\n", "N", "mode", "serial", "weights",
+                    "grads", "step");
+        for (const PlanPoint& p : pts) {
+          std::printf("%4u %-9s %9.3f", p.devices, planner::PlanModeName(p.mode),
+                      p.iteration());
+          for (planner::Overlap l : {planner::Overlap::kWeights, planner::Overlap::kGrads,
+                                     planner::Overlap::kStep}) {
+            std::printf(" %9.3f (%s)", p.Iteration(l),
+                        times(p.iteration() / p.Iteration(l)).c_str());
+          }
+          std::printf("\n");
         }
         for (const auto& [ms, j] : out["scaling"].items()) {
           std::printf("%s: 90%% of the throughput on %u devices is reached with %u; on %u the "

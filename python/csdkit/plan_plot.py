@@ -4,16 +4,22 @@ at build time) with the interpreter CMake found.
 Usage: ``python3 -m csdkit.plan_plot PLAN_JSON OUT_DIR``. Writes OUT_DIR/speedup.png (per mode:
 the optimizer step's throughput against the baseline's on the fewest devices, and the
 iteration's speedup over the baseline on as many devices, with the paper's published points
-when the plan holds the calibration) and OUT_DIR/breakdown.png (the iteration split into
-forward+backward, gradients out, optimizer step and weights in, per mode, at the largest device
-count).
+when the plan holds the calibration; the iteration at the plan's --overlap level) and
+OUT_DIR/breakdown.png (the serial iteration split into forward+backward, gradients out, the
+host's gradient fill, optimizer step, the host's weight copy-back and weights in, per mode, at
+the largest device count, with a mark at the iteration of each overlap level).
 """
 import json
 import os
 import sys
 
 PHASES = [("fwd_bwd", "forward + backward (GPU)"), ("grad_out", "gradients GPU -> host"),
-          ("step", "optimizer step"), ("weights_in", "weights host -> GPU")]
+          ("grad_fill", "host: gradient fill"), ("step", "optimizer step"),
+          ("weights_back", "host: weights back"), ("weights_in", "weights host -> GPU")]
+# The overlapped iterations marked on the breakdown (csdkit/planner/planner.h, Overlap).
+LEVELS = [("iteration_weights", "overlap: weights (runtime today, CUDA params)", ":"),
+          ("iteration_grads", "overlap: grads (runtime today, CPU params)", "--"),
+          ("iteration_step", "overlap: step, %s shards (issue 26, not implemented)", "-")]
 MODE_LABEL = {"baseline": "baseline (ZeRO-Infinity, RAID0)", "smart": "SmartUpdate",
               "handler": "SmartUpdate + handler", "topk": "SmartUpdate + handler + Top-K"}
 # Published points of the Smart-Infinity paper (10 SmartSSDs): speedup over the baseline on as
@@ -39,6 +45,9 @@ def main(argv):
     modes = [m for m in MODE_LABEL if any(p["mode"] == m for p in pts)]
     ns = sorted({p["devices"] for p in pts})
     title = "%s, system %s" % (plan["model"]["name"], plan["system"]["name"])
+    level = (plan.get("overlap") or {}).get("level", "none")
+    if level != "none":
+        title += ", overlap %s" % level
     paper = "paper" in plan
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -79,9 +88,20 @@ def main(argv):
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     bottom = [0.0] * len(last)
     for key, label in PHASES:
-        vals = [p["seconds"][key] for p in last]
+        vals = [p["seconds"].get(key, 0.0) for p in last]
+        if key in ("grad_fill", "weights_back") and not any(vals):
+            continue  # no host path in this plan
         ax.bar(range(len(last)), vals, bottom=bottom, label=label)
         bottom = [x + y for x, y in zip(bottom, vals)]
+    order = plan["model"].get("shard_order", "contiguous")
+    for key, label, style in LEVELS:
+        if not all(key in p["seconds"] for p in last):
+            continue
+        if "%s" in label:
+            label = label % order
+        for i, p in enumerate(last):
+            ax.hlines(p["seconds"][key], i - 0.4, i + 0.4, colors="k", linestyles=style,
+                      label=label if i == 0 else None)
     ax.set_xticks(range(len(last)))
     ax.set_xticklabels([MODE_LABEL[m].replace(" + ", "\n+ ") for m in modes], fontsize=8)
     ax.set_ylabel("seconds per iteration")

@@ -81,10 +81,92 @@ double PcieX16(unsigned gen) {
   return gts * 16 / 8 * 128.0 / 130.0 * 0.8;
 }
 
+double HostPath::FillSeconds(uint64_t bytes, uint64_t tensors) const {
+  return (grad_fill > 0 ? static_cast<double>(bytes) / grad_fill : 0.0) +
+         per_tensor * static_cast<double>(tensors);
+}
+
+double HostPath::BackSeconds(uint64_t bytes, uint64_t tensors) const {
+  return (weights_back > 0 ? static_cast<double>(bytes) / weights_back : 0.0) +
+         per_tensor * static_cast<double>(tensors);
+}
+
+nlohmann::json HostPath::ToJson() const {
+  return {{"name", name},
+          {"grad_fill_gbs", grad_fill / 1e9},
+          {"weights_back_gbs", weights_back / 1e9},
+          {"per_tensor_us", per_tensor * 1e6},
+          {"source", source}};
+}
+
+namespace {
+// The development machine (AMD EPYC, 2 shared cores), bench/optim_step.py --reps 20 at
+// --params 4000000 (4,208,128 parameters in 51 tensors) and the same with --d-model 64
+// (4,011,072 in 903 tensors), bf16, medians; each figure is the fit t = tensors · c +
+// bytes / rate through the two points (docs/planner.md, "The host path").
+//   the kit's gather of a skipped step (copy into the transfer buffer, finiteness check, norm
+//   sum): 2.50 ms for 8,416,256 bytes, 10.97 ms for 8,022,144 bytes: 10.05 us per tensor,
+//   4.23 GB/s (fp32: 10.18 us, 4.79 GB/s)
+//   the weights' copy back, as the benchmark's torch estimate of the same copies (the kit's own
+//   copy runs inside the runtime's step, where the benchmark cannot separate it): 1.97 ms and
+//   9.22 ms: 8.59 us per tensor, 5.51 GB/s (fp32: 8.55 us, 5.29 GB/s)
+constexpr double kDevPerTensor = 10e-6;
+constexpr double kDevGradFill = 4.23e9;
+constexpr double kDevWeightsBack = 5.51e9;
+}  // namespace
+
+HostPath GpuMachineHostPath() {
+  HostPath h;
+  h.name = "gpu";
+  // docs/trainer.md, "On a GPU": the 354M bf16 GPT (353,921,024 parameters in 341 tensors,
+  // 707,842,048 gradient bytes) on 8 emulated devices. The binding's gather of the staged
+  // gradients with its finiteness check: 163.7 ms per step (H200 host), less 341 tensors at
+  // the per-tensor cost: 707.8 MB in 160.3 ms.
+  const double bytes = 353921024.0 * 2, tensors = 341;
+  h.per_tensor = kDevPerTensor;
+  h.grad_fill = bytes / (0.1637 - tensors * kDevPerTensor);
+  // The same row measured 315 ms for the gather, the check and the weights written out on the
+  // H100 host, before the weights moved into the runtime's step: the weights took the rest,
+  // 315 - 163.7 ms, less the per-tensor cost (two hosts: an estimate).
+  h.weights_back = bytes / (0.315 - 0.1637 - tensors * kDevPerTensor);
+  h.source = "GPU machine (docs/trainer.md, the 354M bf16 run on 8 emulated devices): gradient "
+             "fill 707.8 MB in 163.7 ms (H200 host), weights back 707.8 MB in 315 - 163.7 ms "
+             "(H100 host before the weights moved into the step; an estimate across two "
+             "hosts), per tensor as the development machine (not measured there)";
+  return h;
+}
+
+HostPath DevMachineHostPath() {
+  HostPath h;
+  h.name = "dev";
+  h.per_tensor = kDevPerTensor;
+  h.grad_fill = kDevGradFill;
+  h.weights_back = kDevWeightsBack;
+  h.source = "development machine (AMD EPYC, 2 shared cores): bench/optim_step.py --params "
+             "4000000 --reps 20, at 51 and 903 tensors (--d-model 64), bf16; gradient fill from "
+             "the kit's gather, weights back from the benchmark's torch estimate of the same "
+             "copies";
+  return h;
+}
+
+HostPath NoHostPath() {
+  HostPath h;
+  h.name = "none";
+  h.source = "no host path: the optimizer step and the GPU link only";
+  return h;
+}
+
+HostPath HostPathByName(const std::string& name) {
+  if (name == "gpu") return GpuMachineHostPath();
+  if (name == "dev") return DevMachineHostPath();
+  if (name == "none") return NoHostPath();
+  throw std::invalid_argument("host path: expected gpu, dev or none, found '" + name + "'");
+}
+
 nlohmann::json SystemProfile::ToJson() const {
   return {{"name", name},       {"csd", csd.ToJson()},
           {"raid", raid.ToJson()}, {"gpu_link_gbs", gpu_link / 1e9},
-          {"host_threads", host_threads}, {"notes", notes}};
+          {"host_threads", host_threads}, {"host_path", host.ToJson()}, {"notes", notes}};
 }
 
 SystemProfile KitSystem() {
@@ -94,9 +176,10 @@ SystemProfile KitSystem() {
   s.raid = s.csd;  // the SmartSSDs' own SSDs, used as plain NVMe drives
   s.gpu_link = PcieX16(5);
   s.host_threads = 32;
+  s.host = GpuMachineHostPath();
   s.notes = "the kit's SmartSSD link profile (emu::LinkProfile::SmartSsd); the baseline on the "
             "same SSDs used as plain NVMe with 32 host update threads; the GPU on PCIe Gen5 x16 "
-            "(an H100's link)";
+            "(an H100's link); the trainer's host path as measured on the GPU machine";
   return s;
 }
 
@@ -113,10 +196,13 @@ SystemProfile PaperSystem() {
   s.raid = s.csd;                   // the baseline on the same SSDs, as plain NVMe drives
   s.gpu_link = PcieX16(4);          // A5000 and A100 are PCIe Gen4 x16 cards
   s.host_threads = 24;
+  // The A5000's forward + backward is derived from the paper's iterations, which hold its
+  // host work; a host path on top would count it twice.
+  s.host = NoHostPath();
   s.notes = "calibrated on the Smart-Infinity paper's system (10 SmartSSDs behind an H3 Falcon "
             "4109 chassis): SSD rates as the kit's SmartSSD profile, reads and writes on one "
             "channel, uplink 4 GB/s per direction and kernel 1.5 GB/s fitted to the paper's "
-            "figures; docs/planner.md";
+            "figures; no host path (inside the fitted figures); docs/planner.md";
   return s;
 }
 
@@ -139,9 +225,94 @@ PlanMode ParsePlanMode(const std::string& s) {
                               "'");
 }
 
+const char* OverlapName(Overlap o) {
+  switch (o) {
+    case Overlap::kNone: return "none";
+    case Overlap::kWeights: return "weights";
+    case Overlap::kGrads: return "grads";
+    case Overlap::kStep: return "step";
+  }
+  return "?";
+}
+
+Overlap ParseOverlap(const std::string& s) {
+  if (s == "none") return Overlap::kNone;
+  if (s == "weights") return Overlap::kWeights;
+  if (s == "grads") return Overlap::kGrads;
+  if (s == "step") return Overlap::kStep;
+  throw std::invalid_argument("overlap: expected none, weights, grads or step, found '" + s +
+                              "'");
+}
+
+const char* ShardOrderName(ShardOrder o) {
+  return o == ShardOrder::kContiguous ? "contiguous" : "interleaved";
+}
+
+ShardOrder ParseShardOrder(const std::string& s) {
+  if (s == "contiguous") return ShardOrder::kContiguous;
+  if (s == "interleaved") return ShardOrder::kInterleaved;
+  throw std::invalid_argument("shard order: expected contiguous or interleaved, found '" + s +
+                              "'");
+}
+
+uint64_t EstimateTensors(uint64_t params) {
+  const double layers = std::cbrt(static_cast<double>(params) / (12.0 * 64 * 64));
+  return 12 * std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(layers))) + 4;
+}
+
 nlohmann::json PlanModel::ToJson() const {
-  return {{"params", params}, {"name", name}, {"fwd_bwd_s", fwd_bwd},
-          {"fwd_bwd_from", fwd_bwd_from}, {"device_mem", device_mem}, {"subgroup", subgroup}};
+  return {{"params", params},
+          {"name", name},
+          {"fwd_bwd_s", fwd_bwd},
+          {"fwd_bwd_from", fwd_bwd_from},
+          {"device_mem", device_mem},
+          {"subgroup", subgroup},
+          {"bwd_ratio", bwd_ratio},
+          {"grad_bucket", grad_bucket},
+          {"shard_order", ShardOrderName(shard_order)},
+          {"tensors", tensors},
+          {"tensors_from", tensors_from}};
+}
+
+namespace {
+// A consumer of q seconds of work behind a producer of p seconds, both in chunks of share s of
+// the whole, each chunk consumed once it is produced: when the consumer is done, counted from
+// the producer's start. The consumer keeps up (q <= p): p and the last chunk, p + s·q; it does
+// not: the first chunk, then all of its own work, s·p + q.
+double Pipe(double p, double q, double s) { return std::max(p + s * q, s * p + q); }
+}  // namespace
+
+double OverlappedIteration(const IterationParts& p, Overlap level) {
+  const double c = p.grad_out + p.grad_fill;
+  const double f = p.forward, b = p.backward, st = p.step;
+  const double w = p.weights_back, in = p.weights_in;
+  const double g = p.grad_share, u = p.step_unit;
+  switch (level) {
+    case Overlap::kNone:
+      return p.fwd_bwd + p.grad_out + p.grad_fill + p.step + p.weights_back + p.weights_in;
+    case Overlap::kWeights:
+      return p.fwd_bwd + c + Pipe(st, w, u) + in;
+    case Overlap::kGrads:
+      return f + Pipe(b, c, g) + Pipe(st, w, u) + in;
+    case Overlap::kStep: {
+      // r(x): when the first fraction x of the gradient (backward order) is on the host.
+      const auto r = [&](double x) {
+        const double xx = std::max(x, g);
+        return f + std::max(xx * b + g * c, g * b + xx * c);
+      };
+      // The step ends when its last unit has run after the whole gradient is in, or when the
+      // last chain of work (u of it per unit, 1 / u units) that could start only once x0 of the
+      // gradient was in has run through.
+      const double end = std::max(r(1.0) + u * st, r(p.step_start) + st);
+      // The weights' way back (host copy, then the GPU link) behind the step's output.
+      return end + std::max(u * (w + in), w + in - (1 - u) * st);
+    }
+  }
+  return 0;
+}
+
+double PlanPoint::Iteration(Overlap level) const {
+  return level == Overlap::kNone ? iteration() : OverlappedIteration(parts, level);
 }
 
 namespace {
@@ -157,12 +328,26 @@ nlohmann::json PlanPoint::ToJson() const {
   return {{"mode", PlanModeName(mode)},
           {"devices", devices},
           {"topk", topk},
+          // No key named "step" may come before seconds.step in the dump (tests/cli.cmake
+          // reads the first one): the levels are iteration_<level>.
           {"seconds",
            {{"fwd_bwd", fwd_bwd},
+            {"forward", forward},
+            {"backward", backward},
             {"grad_out", grad_out},
+            {"grad_fill", grad_fill},
             {"step", step},
+            {"weights_back", weights_back},
             {"weights_in", weights_in},
-            {"iteration", iteration()}}},
+            {"iteration", iteration()},
+            {"iteration_weights", Iteration(Overlap::kWeights)},
+            {"iteration_grads", Iteration(Overlap::kGrads)},
+            {"iteration_step", Iteration(Overlap::kStep)}}},
+          {"tensors", tensors},
+          {"shares",
+           {{"grad_bucket", parts.grad_share},
+            {"step_unit", parts.step_unit},
+            {"step_start", parts.step_start}}},
           {"step_bytes", bytes.ToJson()},
           {"shared_link_bytes", bytes.Shared()},
           {"gpu_link_bytes", gpu_link_bytes},
@@ -186,6 +371,22 @@ PlanPoint PlanIteration(const PlanModel& model, const SystemProfile& sys, PlanMo
   if (!(model.fwd_bwd >= 0) || !std::isfinite(model.fwd_bwd)) {
     throw std::invalid_argument("forward+backward seconds: expected a finite value >= 0, found " +
                                 std::to_string(model.fwd_bwd));
+  }
+  if (!(model.bwd_ratio > 0) || !std::isfinite(model.bwd_ratio)) {
+    throw std::invalid_argument("backward/forward ratio: expected a finite value > 0, found " +
+                                std::to_string(model.bwd_ratio));
+  }
+  if (model.grad_bucket == 0) {
+    throw std::invalid_argument("gradient bucket: expected at least 1 byte, found 0");
+  }
+  for (const auto& [what, v] : {std::pair<const char*, double>{"gradient fill", sys.host.grad_fill},
+                                {"weights back", sys.host.weights_back},
+                                {"per-tensor cost", sys.host.per_tensor}}) {
+    if (!(v >= 0) || !std::isfinite(v)) {
+      throw std::invalid_argument(std::string("host path ") + what +
+                                  ": expected a finite value >= 0 (0: none), found " +
+                                  std::to_string(v));
+    }
   }
   if (!(sys.gpu_link > 0) || !std::isfinite(sys.gpu_link)) {
     throw std::invalid_argument("GPU link: expected a positive bandwidth, found " +
@@ -247,6 +448,38 @@ PlanPoint PlanIteration(const PlanModel& model, const SystemProfile& sys, PlanMo
   p.bytes = r.bytes;
   p.subgroups = r.subgroups;
   p.subgroup_elems = c.subgroup_elems;
+  // The host path: the bytes the GPU sent into the arena, the weights out of it, one fixed cost
+  // per tensor each way.
+  p.tensors = model.tensors != 0 ? model.tensors : EstimateTensors(model.params);
+  p.grad_fill = sys.host.FillSeconds(grad_bytes, p.tensors);
+  p.weights_back = sys.host.BackSeconds(weight_bytes, p.tensors);
+  // The overlap model's inputs (docs/planner.md, "The overlap model").
+  IterationParts& ip = p.parts;
+  ip.fwd_bwd = p.fwd_bwd;
+  ip.forward = p.fwd_bwd / (1 + model.bwd_ratio);
+  ip.backward = p.fwd_bwd - ip.forward;
+  ip.grad_out = p.grad_out;
+  ip.grad_fill = p.grad_fill;
+  ip.step = p.step;
+  ip.weights_back = p.weights_back;
+  ip.weights_in = p.weights_in;
+  ip.grad_share = std::min(1.0, static_cast<double>(model.grad_bucket) /
+                                    static_cast<double>(std::max<uint64_t>(1, grad_bytes)));
+  // The last unit of step work: SmartUpdate's devices each run their subgroups one after
+  // another; the baseline's threads take subgroups t, t + T, ...: rounds of T.
+  const uint64_t in_turn =
+      mode == PlanMode::kBaseline
+          ? (r.subgroups + std::max(1u, sys.host_threads) - 1) / std::max(1u, sys.host_threads)
+          : (r.subgroups + devices - 1) / devices;
+  ip.step_unit = 1.0 / static_cast<double>(std::max<uint64_t>(1, in_turn));
+  // Contiguous shards: the device whose shard backward completes last (device 0) can start
+  // once (N - 1)/N of the gradient and its own first unit are in. The same for the baseline,
+  // whose subgroups live on the same shards' SSDs.
+  ip.step_start = model.shard_order == ShardOrder::kContiguous
+                      ? 1 - (1 - ip.step_unit) / devices
+                      : ip.step_unit;
+  p.forward = ip.forward;
+  p.backward = ip.backward;
   // What each resource was busy with, from the step's counters and launches.
   const emu::LinkProfile& lp = spec.links;
   const double step_s = r.virtual_seconds;
