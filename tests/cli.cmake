@@ -31,7 +31,11 @@ set(csdkit_cli_cases
   "plan_gpu|plan~--params~1B~--gpu~a5000|--gpu/--batch: expected one of the profile table's \\(h100 batch 4, h100 batch 16\\), found a5000 batch 4"
   "plan_uplink|plan~--params~1B~--uplink~gen9|--uplink: expected gen3, gen4, gen5 \\(PCIe x16\\) or a bandwidth in GB/s in .0, 10000., found 'gen9'"
   "plan_paper_kit|plan~--paper~--system~kit|--paper: expected --system paper .*, found --system kit"
-  "plan_topk|plan~--params~1B~--topk~0|--topk: expected a finite")
+  "plan_topk|plan~--params~1B~--topk~0|--topk: expected a finite"
+  "plan_host_copy|plan~--params~1B~--host-copy~0|--host-copy: expected a finite in .0, 10000., found '0'"
+  "plan_bwd_ratio|plan~--params~1B~--bwd-ratio~-1|--bwd-ratio: expected a finite in .0, 100., found '-1'"
+  "plan_overlap|plan~--params~1B~--overlap~full|--overlap: full not in \\{none,weights,grads,step\\}"
+  "plan_host_path|plan~--params~1B~--host-path~fast|--host-path: fast not in \\{gpu,dev,none\\}")
 # Each case: name|arguments separated by ~|a regular expression the output must match.
 foreach(c IN LISTS csdkit_cli_cases)
   string(FIND "${c}" "|" a)
