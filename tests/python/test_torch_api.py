@@ -202,3 +202,16 @@ def test_bad_stores_are_refused_at_construction(tmp_path):
     (tmp_path / "bad" / "manifest.json").write_text("[" * 100 + "]" * 100)
     with pytest.raises(csdkit.StoreError, match="readable manifest.json.*nested at most 64"):
         ct.AdamW(m.parameters(), store=tmp_path / "bad")
+
+
+def test_a_store_path_below_missing_directories_is_created(tmp_path):
+    """Construction accepts a path whose nearest existing ancestor is writable; the first
+    step() creates the directories above the store (torch.distributed users name one store per
+    rank below a run directory that does not exist yet)."""
+    x, y = make_data()
+    m = make_model()
+    store = tmp_path / "run" / "optim" / "rank-0"
+    with ct.AdamW(m.parameters(), store=store, devices=DEVICES) as o:
+        train(m, o, 1, x, y)
+        assert o.session.step_count == 1
+    assert (store / "manifest.json").exists()

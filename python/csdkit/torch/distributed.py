@@ -138,6 +138,17 @@ class _ZeroMixin:
         self._record_path = os.path.join(self._store_root, "rank-%d.json" % self._rank)
         # After a resume that rolled stores back to the common step: {step, ranks, steps}.
         self.rolled_back = None
+        self._refuse_dtensors()
+
+    def _refuse_dtensors(self):
+        """DTensor parameters (FSDP2's fully_shard) are sharded already: partitioning them again
+        is not what this class does."""
+        if any(_optim._is_dtensor(p) for g in self.param_groups for p in g["params"]):
+            raise ValueError(
+                "{}: DTensor (FSDP2 fully_shard) parameters: csdkit.torch.distributed partitions "
+                "replicated parameters (data parallel); with FSDP2 each rank already holds its "
+                "shards: use csdkit.torch.{} on every rank, each with its own store"
+                .format(type(self).__name__, type(self).__name__))
 
     def add_param_group(self, param_group):
         """As torch.optim's before the rank stores exist (every rank must add the same group).
@@ -221,6 +232,7 @@ class _ZeroMixin:
         return rows[0][0]
 
     def _ensure_session(self, check_weights=True):
+        self._refuse_dtensors()
         params, layout = self._describe_model()
         if self._session is not None:
             self._check_same_model(params, layout)
@@ -628,10 +640,10 @@ class _ZeroMixin:
         return rep
 
     def _topk_residual(self, j):
-        """Local layout entry j (piece (t, a, b)): its residual in self.state[p] of tensor t,
+        """Local layout entry j (piece (t, a, b)): its residual in self._pystate[p] of tensor t,
         1-D over the piece's elements, or None."""
         t = self._plan_["pieces"][j][0]
-        st = self.state.get(self._params[t])
+        st = self._pystate.get(self._params[t])
         if not st or st.get("topk_residual") is None:
             return None
         return st["topk_residual"], float(st.get("topk_residual_scale", 1.0))
@@ -639,7 +651,7 @@ class _ZeroMixin:
     def _topk_keep(self, j, values, scale):
         t, a, b = self._plan_["pieces"][j]
         off = self._plan_["offsets"][t]
-        st = self.state[self._params[t]]
+        st = self._pystate[self._params[t]]
         res = st.get("topk_residual")
         if res is None or res.device != values.device or res.numel() != b - a:
             res = torch.empty(b - a, dtype=torch.float32, device=values.device)
@@ -674,25 +686,36 @@ class _ZeroMixin:
 
         torch.optim.X.load_state_dict cannot use it (the state is one rank's part); this
         class's load_state_dict on the same rank can."""
-        sd = torch.optim.Optimizer.state_dict(self)
+        sd = self._base_state_dict()
         index_of = {}
         for g, sg in zip(self.param_groups, sd["param_groups"]):
             for p, i in zip(g["params"], sg["params"]):
                 index_of.setdefault(id(p), i)
-        state, partition = {}, None
-        if self._session is not None:
-            partition = self._partition_record()
-            for t, _, _ in self._plan_["pieces"]:
-                p = self._params[t]
-                st = self.state.get(p) or {}
-                if st.get("topk_residual") is None:
-                    continue
-                state[index_of[id(p)]] = {
-                    "topk_residual": st["topk_residual"].detach().to("cpu", copy=True),
-                    "topk_residual_scale": torch.tensor(float(st["topk_residual_scale"]),
-                                                        dtype=torch.float64),
-                    "topk_residual_range": list(st["topk_residual_range"])}
+        partition = self._partition_record() if self._session is not None else None
+        state = {index_of[id(p)]: st for p, st in self._state_entries().items()}
         return {"state": state, "param_groups": sd["param_groups"], "partition": partition}
+
+    def _state_entries(self, which=None, buffers=True):
+        """What `state` (the read-only view) shows here: {parameter: its entry of this rank's
+        state_dict()['state'] (a new dict)}, the parameters whose piece this rank owns that have
+        a Top-K residual, in layout order (buffers=False: values None). The stores' buffers are
+        this rank's slices, not whole parameters' state, and are not shown: a partitioned
+        optimizer has no per-parameter state of torch.optim's form; resume() reads them."""
+        out = {}
+        if self._session is None:
+            return out
+        want = None if which is None else {id(p) for p in which}
+        for t, _, _ in self._plan_["pieces"]:
+            p = self._params[t]
+            st = self._pystate.get(p) or {}
+            if st.get("topk_residual") is None or (want is not None and id(p) not in want):
+                continue
+            out[p] = None if not buffers else {
+                "topk_residual": st["topk_residual"].detach().to("cpu", copy=True),
+                "topk_residual_scale": torch.tensor(float(st["topk_residual_scale"]),
+                                                    dtype=torch.float64),
+                "topk_residual_range": list(st["topk_residual_range"])}
+        return out
 
     def load_state_dict(self, state_dict):
         """Loads this rank's state_dict() into this rank (not a collective), after resume()
@@ -788,12 +811,15 @@ class _ZeroMixin:
         self.param_groups[:] = new_groups
         if part is not None:
             for t, a, b in self._plan_["pieces"]:
-                st = self.state[self._params[t]]
+                p = self._params[t]
+                st = self._pystate.pop(p, None) or {}
                 for k in ("topk_residual", "topk_residual_scale", "topk_residual_range"):
                     st.pop(k, None)
                 if t in residuals:
                     st["topk_residual"], st["topk_residual_scale"] = residuals[t]
                     st["topk_residual_range"] = piece_of[t]
+                if st:
+                    self._pystate[p] = st
 
 
 def _distributed(base):

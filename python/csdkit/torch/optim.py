@@ -14,7 +14,13 @@ device), and every step runs there:
     and the kit writes the updated weights back into the parameters in place (CUDA parameters
     go through pinned host buffers);
   * state_dict() / load_state_dict() speak PyTorch's format, so checkpoints move between
-    torch.optim.X and csdkit.torch.X both ways;
+    torch.optim.X and csdkit.torch.X both ways; `state` is a read-only view of the store's
+    committed step keyed by parameter (state_dict()'s entries, read when accessed);
+  * DTensor parameters (PyTorch FSDP2's fully_shard, torch >= 2.4): each rank's optimizer, with
+    a store of its own, works on the local shards (a shard without elements has nothing in the
+    store), writes the new weights into them in place, and gives DTensor state in state_dict();
+    clip with torch.nn.utils.clip_grad_norm_ (max_grad_norm= is refused: its norm would be the
+    shards');
   * torch.amp.GradScaler unscales the gradients before step() as for any optimizer, or, with
     fused=True, hands itself to step() and the kit folds the unscale into its own pass
     (_step_supports_amp_scaling, as torch's fused optimizers).
@@ -24,7 +30,9 @@ float16/bfloat16 (gradients of that dtype; the kit keeps fp32 master weights and
 correctly rounded copy). Deviations from torch.optim are listed in docs/trainer.md.
 """
 
+import collections.abc
 import ctypes
+import importlib
 import json
 import math
 import os
@@ -81,6 +89,91 @@ _PROBE = {4: (ctypes.c_uint32, 0x7FFFFFFF), 2: (ctypes.c_uint16, 0x7FFF)}
 def _kit_args(local_vars):
     """The kit's keyword arguments out of a constructor's locals()."""
     return {k: local_vars[k] for k in _KIT_ARGS}
+
+
+# -- DTensor parameters (PyTorch FSDP2's fully_shard) --------------------------------------------
+# Under FSDP2 each parameter and its gradient are DTensors: each rank holds a shard (its "local
+# tensor") of every parameter, and the kit's optimizer on that rank works on the local shards
+# only (its store holds exactly them). torch < 2.4 has no public DTensor (torch 1.13: none): the
+# class is looked up on first use, never at import.
+
+_DTENSOR = []  # [the DTensor class or None], once looked up
+
+
+def _dtensor_type():
+    """torch's DTensor class (torch.distributed.tensor, torch.distributed._tensor before 2.5),
+    or None where this torch has none."""
+    if not _DTENSOR:
+        cls = None
+        for mod in ("torch.distributed.tensor", "torch.distributed._tensor"):
+            try:
+                cls = getattr(importlib.import_module(mod), "DTensor", None)
+            except Exception:  # ImportError, or a torch built without distributed support
+                cls = None
+            if cls is not None:
+                break
+        _DTENSOR.append(cls)
+    return _DTENSOR[0]
+
+
+def _is_dtensor(t):
+    """Whether `t` is a DTensor (an FSDP2 parameter or gradient)."""
+    if type(t) in (torch.Tensor, torch.nn.Parameter) or not isinstance(t, torch.Tensor):
+        return False
+    cls = _dtensor_type()
+    return cls is not None and isinstance(t, cls)
+
+
+def _local(t):
+    """A DTensor's local shard (the tensor itself, written in place by the kit), else `t`."""
+    if not _is_dtensor(t):
+        return t
+    loc = getattr(t, "_local_tensor", None)
+    return loc if loc is not None else t.to_local()
+
+
+def _empty_shard(p):
+    """Whether `p` is a DTensor whose shard on this rank has no element (FSDP2 shards dim 0 in
+    chunks of ceil(size / ranks): a tensor with fewer rows than ranks leaves some ranks none).
+    Such a parameter has nothing in this rank's store."""
+    return _is_dtensor(p) and _local(p).numel() == 0
+
+
+def _as_param_state(t, p):
+    """A state tensor `t` (CPU, of the local shard's shape) as the parameter keeps its data: for a
+    DTensor parameter a DTensor of the same mesh, placements, global shape and stride with `t`
+    (moved to the shard's device) as this rank's shard; else `t`."""
+    if not _is_dtensor(p):
+        return t
+    return _dtensor_type().from_local(t.to(_local(p).device), p.device_mesh, p.placements,
+                                      run_check=False, shape=p.shape, stride=p.stride())
+
+
+def _local_state(t, p, what):
+    """The part of a loaded state tensor `t` that belongs to this rank's shard of parameter `p`:
+    for a DTensor parameter `t` must be a DTensor of the same mesh, placements and global shape
+    (then its local tensor is this rank's shard of the same elements); a plain `t` is taken as it
+    is. ValueError naming `what` otherwise."""
+    if not _is_dtensor(p):
+        if _is_dtensor(t):
+            raise ValueError("{}: expected a tensor (the parameter is not a DTensor), found a "
+                             "DTensor".format(what))
+        return t
+    if not _is_dtensor(t):
+        if tuple(t.shape) == tuple(_local(p).shape) == tuple(p.shape):
+            return t  # the parameter is whole on this rank
+        raise ValueError("{}: expected a DTensor sharded as the parameter (placements {}, shape "
+                         "{}), as get_optimizer_state_dict() or this optimizer's state_dict() "
+                         "gives, found a plain tensor of shape {}".format(
+                             what, tuple(p.placements), tuple(p.shape), tuple(t.shape)))
+    if t.device_mesh != p.device_mesh or tuple(t.placements) != tuple(p.placements) \
+            or tuple(t.shape) != tuple(p.shape):
+        raise ValueError("{}: expected a DTensor of the parameter's mesh, placements {} and shape "
+                         "{}, found placements {} and shape {}{}".format(
+                             what, tuple(p.placements), tuple(p.shape), tuple(t.placements),
+                             tuple(t.shape), "" if t.device_mesh == p.device_mesh
+                             else " on another device mesh"))
+    return _local(t)
 
 
 def _exchange_dirs(a, b):
@@ -178,6 +271,71 @@ def _json_depth(text):
     return deepest
 
 
+class _StateView(collections.abc.Mapping):
+    """What `optimizer.state` is: a read-only mapping, keyed by parameter, over the state the
+    store holds (and the little the optimizer keeps in Python), as torch.optim's `state`.
+
+    The keys are the parameters that have state -- those with a step count > 0 in the store's
+    committed step, or a Top-K residual -- in param_groups order; the store is opened if it
+    exists (as by state_dict()), so the view is not empty once the store has committed steps,
+    before this session's first step too. `view[p]` is a new plain dict each time, with the keys
+    and values of p's entry in state_dict()['state'] (tensors read from the committed step when
+    accessed; DTensors for DTensor parameters); a parameter without state gives {} as torch's
+    defaultdict does, but no entry is created: `p in view` stays False for it. Writing into such a
+    dict (Lightning moves optimizer state to a device this way) changes that dict only; the
+    view itself refuses assignment: load_state_dict() imports state. items() and values() read
+    each state variable once for all parameters.
+    """
+
+    __slots__ = ("_opt",)
+
+    def __init__(self, opt):
+        self._opt = opt
+
+    def _keys(self):
+        opt = self._opt
+        return [] if opt._state_hidden else opt._state_params()
+
+    def __getitem__(self, p):
+        opt = self._opt
+        if opt._state_hidden or not isinstance(p, torch.Tensor):
+            return {}
+        return opt._state_entries([p]).get(p, {})
+
+    def __contains__(self, p):
+        return isinstance(p, torch.Tensor) and any(k is p for k in self._keys())
+
+    def __iter__(self):
+        return iter(self._keys())
+
+    def __len__(self):
+        return len(self._keys())
+
+    def get(self, p, default=None):
+        return self[p] if p in self else default
+
+    def _all(self):
+        opt = self._opt
+        return {} if opt._state_hidden else opt._state_entries()
+
+    def items(self):
+        return self._all().items()
+
+    def values(self):
+        return self._all().values()
+
+    def __setitem__(self, p, value):
+        raise TypeError("optimizer.state is a read-only view of the store '{}': load state with "
+                        "load_state_dict()".format(self._opt._store_dir))
+
+    def __delitem__(self, p):
+        self.__setitem__(p, None)
+
+    def __repr__(self):
+        return "<optimizer.state of {} over the store '{}': {} parameter(s) with state>".format(
+            type(self._opt).__name__, self._opt._store_dir, len(self))
+
+
 class _StoreOptimizer(torch.optim.Optimizer):
     """The shared skeleton: layout, store creation/opening, gradients in, weights out, state in
     PyTorch's format.
@@ -199,6 +357,27 @@ class _StoreOptimizer(torch.optim.Optimizer):
     #: (overlap_backward); the partitioned optimizer of csdkit.torch.distributed hands over its
     #: reduce-scattered slice instead.
     _arena_capable = True
+    #: While True, `state` shows no entry: set while torch.optim.Optimizer.state_dict() packs
+    #: self.state inside this class's state_dict(), which reads the store itself.
+    _state_hidden = False
+
+    @property
+    def state(self):
+        """The per-parameter state as torch.optim's `state`: a read-only view of the store's
+        committed step (see _StateView)."""
+        # A wrapper that copies this optimizer's __dict__ and subclasses its class keeps it in
+        # `_optimizer` (Lightning's LightningOptimizer): the view is of the optimizer itself.
+        inner = self.__dict__.get("_optimizer")
+        return _StateView(inner if isinstance(inner, _StoreOptimizer) else self)
+
+    @state.setter
+    def state(self, value):
+        # torch.optim.Optimizer.__init__ assigns its empty defaultdict(dict): that becomes the
+        # part kept in Python (Top-K residuals). Nothing else may replace the view.
+        if "_pystate" in self.__dict__:
+            raise AttributeError("{}.state is a read-only view of the store; load state with "
+                                 "load_state_dict()".format(type(self).__name__))
+        self._pystate = value
 
     def __init__(self, params, defaults, kit):
         store, devices, backend = kit["store"], kit["devices"], kit["backend"]
@@ -260,6 +439,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
         #: step()), or None before any.
         self.last_report = None
         self._marks = None       # perf_counter() just before and after the binding's step call
+        if any(_is_dtensor(p) for g in self.param_groups for p in g["params"]):
+            self._check_dtensor_options()
         # overlap_backward: CPU gradients copied into the kit's gradient arena by its filler
         # thread as backward finishes each (hooks), checked and summed as they are copied.
         self._overlap = bool(kit["overlap_backward"]) and self._arena_capable
@@ -272,6 +453,21 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 self._hook_params(group["params"])
         for group in self.param_groups:
             self._check_group(group)
+
+    def _check_dtensor_options(self):
+        """What the kit refuses for DTensor (FSDP2) parameters: its own clipping, whose norm
+        would be this rank's shards' only, and Top-K compression (its residuals are per rank and
+        would not be saved as shards)."""
+        name = type(self).__name__
+        if self._max_grad_norm > 0:
+            raise ValueError(
+                "{}: max_grad_norm= with DTensor (FSDP2) parameters: the kit's norm would be of "
+                "this rank's shards only; clip with torch.nn.utils.clip_grad_norm_(model."
+                "parameters(), max_norm) before step(), which takes the global norm of DTensor "
+                "gradients".format(name))
+        if self._compress is not None:
+            raise ValueError("{}: compress= with DTensor (FSDP2) parameters is not implemented "
+                             "(use dense gradients)".format(name))
 
     def _check_store_path(self, path, devices):
         """What can be checked of `store` before the first step: an existing path must be a
@@ -318,31 +514,46 @@ class _StoreOptimizer(torch.optim.Optimizer):
         for gi, group in enumerate(self.param_groups):
             if not group["params"]:
                 continue
+            in_store = False
             for pi, p in enumerate(group["params"]):
                 name = "param_groups[{}].params[{}]".format(gi, pi)
-                if p.is_sparse or p.layout != torch.strided:
+                if _is_dtensor(p):
+                    # FSDP2: this rank's shard is what the store holds; a shard without
+                    # elements has nothing in it (its group may then have no tensor here).
+                    self._check_dtensor_options()
+                    if _empty_shard(p):
+                        continue
+                loc = _local(p)
+                if loc.is_sparse or loc.layout != torch.strided:
                     raise ValueError("{}: expected a dense parameter, found layout {}"
-                                     .format(name, p.layout))
-                if p.device.type not in ("cpu", "cuda"):
+                                     .format(name, loc.layout))
+                if loc.device.type not in ("cpu", "cuda"):
                     raise ValueError("{}: expected a CPU or CUDA parameter, found device {}"
-                                     .format(name, p.device))
+                                     .format(name, loc.device))
                 if p.dtype not in _KIT_DTYPE:
                     raise ValueError("{}: expected dtype torch.float32, torch.float16 or "
                                      "torch.bfloat16, found {}".format(name, p.dtype))
-                if p.device.type == "cpu" and not p.is_contiguous():
+                if loc.device.type == "cpu" and not loc.is_contiguous():
                     raise ValueError("{}: expected a contiguous parameter (updated in place by "
-                                     "address), found strides {}".format(name, p.stride()))
-                if p.numel() == 0:
+                                     "address), found strides {}".format(name, loc.stride()))
+                if loc.numel() == 0:
                     raise ValueError("{}: expected a parameter with elements, found shape {}"
                                      .format(name, tuple(p.shape)))
                 params.append(p)
-                layout.append((name, p.numel(), g_kit))
-            g_kit += 1
+                layout.append((name, loc.numel(), g_kit))
+                in_store = True
+            g_kit += 1 if in_store else 0
         dtypes = {p.dtype for p in params}
         if len(dtypes) != 1:
             raise ValueError("parameters: expected one dtype for the whole model (the store has "
                              "one gradient dtype), found {}".format(sorted(map(str, dtypes))))
         return params, layout
+
+    def _store_groups(self):
+        """The param groups that have tensors in the store, in order (the store's groups): those
+        with parameters, less any whose every parameter is a DTensor without elements on this
+        rank."""
+        return [g for g in self.param_groups if any(not _empty_shard(p) for p in g["params"])]
 
     def _check_same_model(self, params, layout):
         """After the store is open: the parameters must be the ones it was made for."""
@@ -356,7 +567,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
             if p is not p0:
                 raise ValueError("{}: expected the parameter the store was created for, found "
                                  "another tensor (the store's layout is fixed)".format(name))
-            if n != n0 or tuple(p.shape) != shape:
+            if n != n0 or tuple(_local(p).shape) != shape:
                 raise ValueError("{}: expected shape {} ({} elements, the store's layout), found "
                                  "shape {} ({} elements)"
                                  .format(name, shape, n0, tuple(p.shape), n))
@@ -372,28 +583,31 @@ class _StoreOptimizer(torch.optim.Optimizer):
             if check_weights and not self._weights_checked:
                 self._check_weights_match()
             return False
-        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        hyper = [self._group_hyper(g) for g in self._store_groups()]
         opened = os.path.exists(os.path.join(self._store_dir, "manifest.json"))
         if opened:
             session = csdkit.Session.open(self._store_dir, layout, backend=self._backend,
                                           device_mem=self._device_mem,
                                           link_model=self._link_model)
         else:
+            # A store path whose parent does not exist yet (accepted at construction when
+            # its nearest existing ancestor is writable): the directories above it first.
+            os.makedirs(os.path.dirname(os.path.abspath(self._store_dir)), exist_ok=True)
             with torch.no_grad():
-                weights = [p.detach().to("cpu").contiguous() for p in params]
+                weights = [_local(p).detach().to("cpu").contiguous() for p in params]
                 session = csdkit.Session.create(
                     self._store_dir, layout, hyper, weights, optimizer=self._optimizer,
                     devices=self._devices, backend=self._backend,
                     device_mem=self._device_mem, link_model=self._link_model)
         staging = []
-        for p in params:
+        for p in map(_local, params):
             if p.device.type == "cpu":
                 staging.append(None)
             else:
                 pin = dict(dtype=p.dtype, pin_memory=True)
                 staging.append((torch.empty(p.numel(), **pin), torch.empty(p.numel(), **pin)))
         self._session, self._params, self._layout = session, params, layout
-        self._shapes = [tuple(p.shape) for p in params]
+        self._shapes = [tuple(_local(p).shape) for p in params]
         self._staging = staging
         self._arena_index = {id(p): t for t, p in enumerate(params)}
         self._weights_checked = not opened
@@ -403,7 +617,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
 
     def _store_weights(self):
         """The store's committed fp32 weights, one flat CPU tensor per parameter."""
-        theta = [torch.empty(p.numel(), dtype=torch.float32) for p in self._params]
+        theta = [torch.empty(n, dtype=torch.float32) for _, n, _ in self._layout]
         self._session.export_state("theta", theta)
         return theta
 
@@ -411,7 +625,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         """An opened store must be at the model's weights (the same checkpoint step)."""
         theta = self._store_weights()
         for (name, _, _), p, t in zip(self._layout, self._params, theta):
-            mine = p.detach().reshape(-1).to("cpu")
+            mine = _local(p).detach().reshape(-1).to("cpu")
             store = t.to(p.dtype)
             if not torch.equal(mine, store):
                 i = int((mine != store).nonzero()[0])
@@ -454,7 +668,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
                                                            step))
         theta = self._store_weights()
         with torch.no_grad():
-            for p, t in zip(self._params, theta):
+            for p, t in zip(map(_local, self._params), theta):
                 p.copy_(t.reshape(p.shape))
         self._weights_checked = True
         return step
@@ -556,7 +770,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise csdkit.StoreError("store '{}': expected a readable manifest.json, found {}"
                                     .format(self._store_dir, e)) from None
-        return tensors < sum(len(g["params"]) for g in self.param_groups)
+        return tensors < len(self._describe_model()[1])
 
     def _grow_store(self):
         """add_param_group on an existing store: the store of the grown layout replaces it,
@@ -570,6 +784,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
         sess = self._session
         params, layout = self._describe_model()  # checks the new parameters too
         n_old = len(self._layout)
+        if len(layout) == n_old:  # FSDP2: the new group has no elements on this rank
+            return
         devices = sess.devices
         vars_ = list(sess.vars)
         # Everything in the directory must be the store's own: the old store is removed below.
@@ -599,15 +815,15 @@ class _StoreOptimizer(torch.optim.Optimizer):
         counts = list(sess.tensor_steps) + [0] * len(new_params)
         with torch.no_grad():
             theta = self._store_weights() + [
-                p.detach().to(device="cpu", dtype=torch.float32).reshape(-1).contiguous()
-                for p in new_params]
+                _local(p).detach().to(device="cpu", dtype=torch.float32).reshape(-1)
+                .contiguous() for p in new_params]
         bufs = {}
         for var in ("m", "v"):
             if var in vars_:
                 flat = [torch.empty(n, dtype=torch.float32) for _, n, _ in self._layout]
                 sess.export_state(var, flat)
                 bufs[var] = flat + [None] * len(new_params)  # None: the initial value
-        groups = list(sess.group_hyper) + [self._group_hyper(self.param_groups[-1])]
+        groups = list(sess.group_hyper) + [self._group_hyper(self._store_groups()[-1])]
         grown = None
         try:
             grown = csdkit.Session.create(
@@ -669,7 +885,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
             return
         t = self._arena_index.get(id(p))
         g = p.grad
-        if t is None or g is None or g.device.type != "cpu" or g.is_sparse \
+        if t is None or g is None or _is_dtensor(g) or g.device.type != "cpu" or g.is_sparse \
                 or g.dtype != p.dtype or g.shape != p.shape or not g.is_contiguous():
             return
         self._session.queue_fill(t, g)
@@ -765,8 +981,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
             return loss  # as torch.optim: nothing to update, no step counted
         if any(s is not None for s in self._staging):
             torch.cuda.synchronize()
-        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
-        out = [p if s is None else s[1] for p, s in zip(self._params, self._staging)]
+        hyper = [self._group_hyper(g) for g in self._store_groups()]
+        out = [_local(p) if s is None else s[1] for p, s in zip(self._params, self._staging)]
         if arena:
             rep = self._step_arena(grads, hyper, out, loss_scale, found_inf)
         else:
@@ -777,7 +993,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
                                      return_norm=self._max_grad_norm > 0)
         self._marks.append(time.perf_counter())
         if not rep["skipped"]:
-            for p, s, g in zip(self._params, self._staging, grads):
+            for p, s, g in zip(map(_local, self._params), self._staging, grads):
                 if s is not None and g is not None:
                     p.copy_(s[1].reshape(p.shape), non_blocking=True)
         rep["host_seconds"] = self._host_seconds(t_enter, t_grads)
@@ -810,6 +1026,15 @@ class _StoreOptimizer(torch.optim.Optimizer):
         for (name, _, _), p, stage in zip(self._layout, self._params, self._staging):
             g = p.grad
             if g is not None:
+                if _is_dtensor(p):  # FSDP2: this rank's shard of the gradient
+                    if not _is_dtensor(g) or g.device_mesh != p.device_mesh \
+                            or tuple(g.placements) != tuple(p.placements):
+                        raise ValueError("grad of {}: expected a DTensor sharded as the parameter "
+                                         "(placements {}), found {}".format(
+                                             name, tuple(p.placements),
+                                             "placements {}".format(tuple(g.placements))
+                                             if _is_dtensor(g) else "a plain tensor"))
+                    g, p = _local(g), _local(p)
                 if g.is_sparse:
                     raise RuntimeError("{} does not support sparse gradients ({})"
                                        .format(type(self).__name__, name))
@@ -834,7 +1059,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
     # their slice of the model through their store exactly as this class steps a whole model
     # through its own): _topk_accumulate, _topk_sumsq, _topk_encode, _topk_commit. They work on
     # the store's layout entries (session.layout); where entry j keeps its error-feedback
-    # residual is said by _topk_residual(j) / _topk_keep(j, ...) (here: self.state[p] of the
+    # residual is said by _topk_residual(j) / _topk_keep(j, ...) (here: self._pystate[p] of the
     # j-th parameter, in the parameter's shape).
 
     def _step_compressed(self, grads, loss_scale, found_inf):
@@ -865,8 +1090,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 clip_coef = min(1.0, self._max_grad_norm / (norm / scale + 1e-6))
             # A non-finite norm means a non-finite value, which is kept: the kit skips.
         streams = self._topk_encode(flat)
-        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
-        out = [p if s is None else s[1] for p, s in zip(self._params, self._staging)]
+        hyper = [self._group_hyper(g) for g in self._store_groups()]
+        out = [_local(p) if s is None else s[1] for p, s in zip(self._params, self._staging)]
         self._marks = [time.perf_counter()]
         rep = self._session.step_sparse(streams, group_hyper=hyper, weights_out=out,
                                         mode=self._mode, loss_scale=loss_scale,
@@ -876,7 +1101,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         if norm is not None:
             rep["grad_norm"] = norm
         if not rep["skipped"]:
-            for p, s, g in zip(self._params, self._staging, grads):
+            for p, s, g in zip(map(_local, self._params), self._staging, grads):
                 if s is not None and g is not None:
                     p.copy_(s[1].reshape(p.shape), non_blocking=True)
             self._topk_commit(flat, grads, scale)
@@ -947,7 +1172,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
 
     def _topk_residual(self, j):
         """Layout entry j's residual as (float32 tensor, loss scale), or None (zero)."""
-        st = self.state[self._params[j]]
+        st = self._pystate.get(self._params[j]) or {}
         res = st.get("topk_residual")
         if res is None:
             return None
@@ -956,7 +1181,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
     def _topk_keep(self, j, values, scale):
         """Keeps `values` (1-D float32, layout entry j's elements) as entry j's residual."""
         p = self._params[j]
-        st = self.state[p]
+        st = self._pystate[p]
         res = st.get("topk_residual")
         if res is None or res.device != values.device or res.shape != p.shape:
             res = torch.empty(p.shape, dtype=torch.float32, device=values.device)
@@ -979,44 +1204,115 @@ class _StoreOptimizer(torch.optim.Optimizer):
         A parameter that has not taken a step yet has no entry, as in torch.optim. Before the
         store exists the state is empty, as torch.optim's before its first step; a store that
         exists is opened (as by step()) and its committed step is what is returned, before
-        this session's first step too.
+        this session's first step too. `state` (a read-only view) shows the same entries.
+
+        DTensor (FSDP2) parameters: the buffers and fp32_master are DTensors of the parameter's
+        mesh, placements, shape and stride whose local tensor is this rank's shard (on the
+        shard's device), as torch.optim's under FSDP2, so that
+        torch.distributed.checkpoint.state_dict.get_optimizer_state_dict() and dcp.save() save
+        them as shards; 'step' is a plain tensor. A parameter whose shard on this rank has no
+        element has an entry without 'step' once the store has a committed step (see
+        _state_entries).
         """
         self._check_open()
-        sd = super().state_dict()
+        sd = self._base_state_dict()
+        index_of = {}
+        for g, sg in zip(self.param_groups, sd["param_groups"]):
+            for p, i in zip(g["params"], sg["params"]):
+                index_of.setdefault(id(p), i)
+        sd["state"] = {index_of[id(p)]: st for p, st in self._state_entries().items()}
+        return sd
+
+    def _base_state_dict(self):
+        """torch.optim.Optimizer.state_dict() (the param groups, its hooks) with `state` hidden
+        while it packs it: the caller reads the store itself, once."""
+        self._state_hidden = True
+        try:
+            return torch.optim.Optimizer.state_dict(self)
+        finally:
+            self._state_hidden = False
+
+    def _state_params(self):
+        """The parameters that have state (the keys of `state`), in param_groups order; reads
+        no buffer."""
+        return list(self._state_entries(buffers=False))
+
+    def _state_entries(self, which=None, buffers=True):
+        """{parameter: its entry of state_dict()['state'] (a new dict)} for the parameters in
+        `which` (None: all) that have state, in param_groups order, read from the store's
+        committed step (the store is opened if it exists; before it exists nothing has state).
+        buffers=False: the values are None and nothing is read.
+
+        Has state: a parameter with a step count > 0 or a Top-K residual. A DTensor parameter
+        without elements on this rank (nothing in the store) gets, once the store has committed
+        a step and if it requires a gradient, an entry of DTensors with no local element and no
+        'step' (its count is kept by the ranks that hold its elements): so that its key exists
+        on every rank, as with torch.optim under FSDP2, for
+        torch.distributed.checkpoint.state_dict.set_optimizer_state_dict, which requires state
+        for every parameter that requires a gradient."""
+        self._check_open()
         if self._session is None:
             if not os.path.exists(os.path.join(self._store_dir, "manifest.json")):
-                return sd
+                return {}
             self._ensure_session(check_weights=False)
-        counts = self._session.tensor_steps
-        vars_ = self._session.vars
-        exported = {}
-        for var in ("m", "v"):
-            if var in vars_:
-                flat = [torch.empty(p.numel(), dtype=torch.float32) for p in self._params]
-                self._session.export_state(var, flat)
-                exported[var] = flat
-        master = self._store_weights() if self._params[0].dtype != torch.float32 else None
-        state = {}
-        for i, p in enumerate(self._params):
-            res = self.state[p].get("topk_residual") if p in self.state else None
-            if counts[i] == 0 and res is None:
-                continue  # no step taken: torch.optim has no state for it either
+        sess = self._session
+        counts = sess.tensor_steps
+        t_of = {id(p): t for t, p in enumerate(self._params)}
+        want = None if which is None else {id(p) for p in which}
+        chosen = []  # (parameter, its layout entry, or None for a shard without elements)
+        for g in self.param_groups:
+            for p in g["params"]:
+                if want is not None and id(p) not in want:
+                    continue
+                t = t_of.get(id(p))
+                if t is None:
+                    if _empty_shard(p) and p.requires_grad and sess.step_count > 0:
+                        chosen.append((p, None))
+                elif counts[t] > 0 or self._residual_of(p) is not None:
+                    chosen.append((p, t))
+        if not buffers:
+            return {p: None for p, _ in chosen}
+        rows = [t for _, t in chosen if t is not None]
+
+        def export(var):  # var of the chosen layout entries only (their subgroups are read)
+            dst = [None] * len(self._params)
+            for t in rows:
+                dst[t] = torch.empty(self._layout[t][1], dtype=torch.float32)
+            sess.export_state(var, dst)
+            return dst
+        vars_ = sess.vars
+        exported = {var: export(var) for var in ("m", "v") if var in vars_ and rows}
+        master = (export("theta") if rows and self._params[0].dtype != torch.float32
+                  else None)
+        out = {}
+        for p, t in chosen:
+            shape = _local(p).shape
             st = {}
-            if self._has_step_state:
-                st["step"] = torch.tensor(float(counts[i]))
+            if self._has_step_state and t is not None:
+                st["step"] = torch.tensor(float(counts[t]))
             for var, key in self._state_keys.items():
-                st[key] = exported[var][i].reshape(p.shape) if var in exported else None
-            if master is not None:
-                st["fp32_master"] = master[i].reshape(p.shape)
+                if var not in vars_:
+                    st[key] = None  # (SGD without momentum)
+                    continue
+                buf = exported[var][t] if t is not None else torch.empty(0)
+                st[key] = _as_param_state(buf.reshape(shape), p)
+            if p.dtype != torch.float32:
+                buf = master[t] if t is not None else torch.empty(0)
+                st["fp32_master"] = _as_param_state(buf.reshape(shape), p)
+            py = self._pystate.get(p) or {}
+            res = py.get("topk_residual")
             if res is not None:
                 # compress=TopK error feedback: what was not sent yet, in units of the gradient
                 # as handed over at loss scale topk_residual_scale.
                 st["topk_residual"] = res.detach().to("cpu", copy=True)
                 st["topk_residual_scale"] = torch.tensor(
-                    float(self.state[p].get("topk_residual_scale", 1.0)), dtype=torch.float64)
-            state[i] = st
-        sd["state"] = state
-        return sd
+                    float(py.get("topk_residual_scale", 1.0)), dtype=torch.float64)
+            out[p] = st
+        return out
+
+    def _residual_of(self, p):
+        """p's Top-K residual kept in Python, or None."""
+        return (self._pystate.get(p) or {}).get("topk_residual")
 
     def load_state_dict(self, state_dict):
         """Loads a state in torch.optim's format (from torch.optim.X.state_dict() or this
@@ -1071,8 +1367,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
             what = "state[{}]".format(index_of[id(p)])
             master = st.get("fp32_master")
             theta.append(self._flat(master, p, what + "['fp32_master']") if master is not None
-                         else p.detach().to(device="cpu", dtype=torch.float32).reshape(-1)
-                         .contiguous())
+                         else _local(p).detach().to(device="cpu", dtype=torch.float32)
+                         .reshape(-1).contiguous())
             for var, key in self._state_keys.items():
                 t = st.get(key)
                 bufs[var].append(None if t is None else self._flat(t, p, what + "['%s']" % key))
@@ -1080,7 +1376,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
             if res is not None:
                 res = self._flat(res, p, what + "['topk_residual']")
                 scale = _residual_scale(res, st, what)
-                residuals.append((res.reshape(p.shape).to(p.device), scale))
+                residuals.append((res.reshape(_local(p).shape).to(_local(p).device), scale))
             else:
                 residuals.append(None)
             if "step" in st and self._has_step_state:
@@ -1109,7 +1405,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
                                      .format(self._state_keys[var], self._store_dir))
             master_given = any("fp32_master" in saved_state.get(index_of[id(p)], {})
                                for p in params)
-            hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+            hyper = [self._group_hyper(g) for g in self._store_groups()]
             # The store's own committed state handed back (o.load_state_dict(o.state_dict()),
             # as Accelerate's prepare() does) is not imported: the step count stays, and
             # nothing is written.
@@ -1127,11 +1423,13 @@ class _StoreOptimizer(torch.optim.Optimizer):
             self.param_groups[:] = old_groups
             raise
         for p, r in zip(params, residuals):
-            st = self.state[p]
+            st = self._pystate.pop(p, None) or {}
             st.pop("topk_residual", None)
             st.pop("topk_residual_scale", None)
             if r is not None:
                 st["topk_residual"], st["topk_residual_scale"] = r
+            if st:
+                self._pystate[p] = st
 
     def _is_committed_state(self, counts, theta, bufs, master_given):
         """Whether a loaded state is the store's committed one: every parameter's step count
@@ -1143,7 +1441,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         sess = self._session
         if sess.step_count == 0 or (counts is not None and counts != list(sess.tensor_steps)):
             return False
-        groups = [g for g in self.param_groups if g["params"]]
+        groups = self._store_groups()
         for var in bufs:
             if var not in sess.vars:
                 if any(b is not None for b in bufs[var]):
@@ -1176,6 +1474,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
     def _flat(t, p, what):
         if not torch.is_tensor(t):
             raise ValueError("{}: expected a tensor, found {!r}".format(what, type(t)))
+        t = _local_state(t, p, what)  # DTensor (FSDP2): this rank's shard
+        p = _local(p)
         if t.numel() != p.numel():
             raise ValueError("{}: expected {} elements (shape {}, the parameter's), found shape "
                              "{}".format(what, p.numel(), tuple(p.shape), tuple(t.shape)))
