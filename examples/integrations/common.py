@@ -96,6 +96,9 @@ class MicroBatches(torch.utils.data.Dataset):
         return self.n * BATCH
 
     def __getitem__(self, k):
+        if not -len(self) <= k < len(self):  # iteration stops here (a for loop over it)
+            raise IndexError("MicroBatches: row {} of {}".format(k, len(self)))
+        k %= len(self)
         return micro_batch(k // BATCH)[k % BATCH]
 
 
