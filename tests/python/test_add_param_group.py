@@ -310,36 +310,56 @@ def test_growth_interrupted_after_the_exchange_leaves_a_working_store(tmp_path, 
 
 
 
-DIST_SCRIPT = r"""
-import os, sys, torch, torch.distributed as dist
-import csdkit.torch.distributed as cd
-dist.init_process_group("gloo", init_method="file://" + sys.argv[1] + "/init", rank=0,
-                        world_size=1)
-torch.manual_seed(0)
-a, b = torch.nn.Linear(64, 64), torch.nn.Linear(64, 64)
-opt = cd.AdamW(a.parameters(), lr=1e-3, store=sys.argv[1] + "/s", devices=1)
-opt.add_param_group({"params": [b.weight]})  # before the stores exist: joins
-for p in list(a.parameters()) + [b.weight]:
-    p.grad = torch.ones_like(p)
-opt.step()
-try:
-    opt.add_param_group({"params": [b.bias]})
-except ValueError as e:
-    print("refused:", e)
-print("groups", len(opt.param_groups), "step", opt.session.step_count)
-dist.destroy_process_group()
-"""
-
-
-def test_distributed_add_param_group_after_the_stores_exist_is_refused(tmp_path):
+@pytest.mark.parametrize("foreign", [False, True], ids=["grows", "refused-then-grows"])
+def test_distributed_set_grows_equal_to_one_process(tmp_path, foreign):
+    """csdkit.torch.distributed on 2 gloo ranks: the head's group added after 3 steps grows
+    the set (every rank's slice moves); after 3 more steps every rank's weights equal, bit for
+    bit, one process's csdkit.torch.AdamW given the averaged gradients and the same
+    add_param_group (dist_common's exact gradients: the sum of the ranks' is exact). With
+    `foreign`, a file in the set's directory first makes every rank refuse the growth (param
+    groups unchanged), then the growth goes through once it is gone."""
     import subprocess
     import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import dist_common
+    import dist_grow_worker as w
+    world = 2
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [os.path.dirname(os.path.dirname(csdkit.__file__))] +
         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    out = subprocess.run([sys.executable, "-c", DIST_SCRIPT, str(tmp_path)], env=env,
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "refused: AdamW.add_param_group: the rank stores under" in out.stdout
-    assert "groups 2 step 1" in out.stdout
+    env["OMP_NUM_THREADS"] = "1"
+    procs = [subprocess.Popen([sys.executable, w.__file__, "--rank", str(r), "--world",
+                               str(world), "--init", str(tmp_path / "init"), "--store",
+                               str(tmp_path / "set"), "--out", str(tmp_path / ("r%d.pt" % r))]
+                              + (["--foreign"] if foreign else []), env=env)
+             for r in range(world)]
+    assert all(p.wait(timeout=180) == 0 for p in procs)
+    model = dist_common.make_model()
+    body, head = dist_common.param_groups(model)
+    ref = ct.AdamW([body], lr=1e-2, store=tmp_path / "ref", devices=1)
+    for step in range(w.BEFORE + w.AFTER):
+        if step == w.BEFORE:
+            ref.add_param_group(head)
+        for p, g in zip(model.parameters(), dist_common.averaged_grads(model, step, world)):
+            p.grad = g
+        ref.step()
+    for r in range(world):
+        got = torch.load(tmp_path / ("r%d.pt" % r))
+        assert got["step"] == w.BEFORE + w.AFTER
+        if foreign:
+            message, groups = got["refused"]
+            assert "notes.txt" in message and "which the set did not write" in message
+            assert groups == 1
+        assert not [f for f in got["leftovers"] if f.startswith("set.grow-")]
+        for i, (a, b) in enumerate(zip(got["weights"], model.parameters())):
+            assert torch.equal(a, b.detach()), "rank %d, parameter %d" % (r, i)
+    assert list(ref.session.tensor_steps) == [6, 6, 6, 6, 3, 3]
+    ref.close()
+    # The grown set re-splits like any other (csdkit reshard): one rank, the same step, the
+    # grown model's elements.
+    import csdkit.torch.distributed as cdist
+    assert cdist.reshard(tmp_path / "set", tmp_path / "one", 1) == 6
+    import json
+    record = json.loads((tmp_path / "one" / "rank-0.json").read_text())
+    assert record["total_elements"] == sum(p.numel() for p in model.parameters())

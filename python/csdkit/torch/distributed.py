@@ -151,19 +151,226 @@ class _ZeroMixin:
                 .format(type(self).__name__, type(self).__name__))
 
     def add_param_group(self, param_group):
-        """As torch.optim's before the rank stores exist (every rank must add the same group).
-        After that it is refused: growing the flattened model moves every rank's slice of it,
-        which this class does not do (the one-process optimizers grow their store)."""
-        if getattr(self, "_store_root", None) is not None and (
-                self._session is not None
-                or os.path.exists(os.path.join(self._store_dir, "manifest.json"))):
-            raise ValueError("{}.add_param_group: the rank stores under '{}' exist, and growing "
-                             "the partitioned layout (every rank's slice of the flattened model "
-                             "moves) is not supported; build the optimizer with every "
-                             "parameter from the start (one without a gradient keeps its "
-                             "weights, state and step count)"
-                             .format(type(self).__name__, self._store_root))
-        super().add_param_group(param_group)
+        """As torch.optim's, on every rank with the same group (a collective once the rank
+        stores exist).
+
+        Before the rank stores exist the group joins the layout the first step() partitions.
+        Once they exist, the set grows: every rank's committed state (weights, buffers,
+        per-parameter counts) is gathered into the flattened model, the new group's parameters
+        are appended (their current values, initial buffers, count 0), the grown model is
+        partitioned again, and each rank writes its new slice as a new store beside the set
+        (`<store>.grow-<pid of rank 0>/rank-<r>`, with its partition record); then rank 0
+        exchanges the two set directories in one step (renameat2 RENAME_EXCHANGE) and every
+        rank removes its old store. The committed step stays; the state the last commit
+        replaced does not carry over. Takes the whole model's state (fp32, per state variable)
+        in each rank's memory for the gather. The set's directory must be one directory that
+        every rank sees (one host, or a shared file system), as for `csdkit reshard`. Refused
+        with compress= (the Top-K residuals follow each rank's slice). On any error every rank's
+        optimizer and the set are as they were.
+        """
+        if getattr(self, "_store_root", None) is None:  # torch.optim.Optimizer.__init__
+            super().add_param_group(param_group)
+            return
+        mine = self._session is not None or os.path.exists(
+            os.path.join(self._store_dir, "manifest.json"))
+        flags = [None] * self._world
+        dist.all_gather_object(flags, bool(mine), group=self._pg)
+        if not any(flags):
+            super().add_param_group(param_group)  # joins the layout of the first step()
+            return
+        self._check_open()
+        n_before = len(self.param_groups)
+        error = None
+        try:
+            if self._compress is not None:
+                raise ValueError("{}.add_param_group: the rank stores under '{}' exist and "
+                                 "compress= is set: the Top-K residuals follow each rank's "
+                                 "slice, which growing moves; not supported"
+                                 .format(type(self).__name__, self._store_root))
+            torch.optim.Optimizer.add_param_group(self, param_group)  # torch's own checks
+            self._check_group(self.param_groups[-1])
+        except (ValueError, TypeError, NotImplementedError) as e:
+            error = "{}: {}".format(type(e).__name__, e)
+        try:
+            self._agree(error)
+            if self.param_groups[-1]["params"]:
+                self._grow_set()
+        except BaseException:
+            del self.param_groups[n_before:]
+            raise
+
+    def _grow_set(self):
+        """add_param_group on existing rank stores (see there); a collective."""
+        added = self.param_groups.pop()
+        try:  # the set as it is, for the layout without the new group
+            self._ensure_session(check_weights=True)
+        finally:
+            self.param_groups.append(added)
+        sess, old = self._session, self._plan_
+        n_old = len(self._layout)
+        vars_ = list(sess.vars)
+        devices = sess.devices
+        desc = sess.describe()
+        step = sess.step_count
+        # Everything in the set's directory and in this rank's store must be the set's own:
+        # the old set is removed at the end.
+        error = None
+        own = {"device.json"} | {"{}.{}.bin".format(v, s) for v in vars_ for s in (0, 1)}
+        extra = [os.path.join(d, f) for d in ["dev%d" % k for k in range(devices)]
+                 for f in sorted(os.listdir(os.path.join(self._store_dir, d))) if f not in own]
+        extra += [f for f in sorted(os.listdir(self._store_dir))
+                  if f not in {"manifest.json", "manifest.json.tmp"}
+                  | {"dev%d" % k for k in range(devices)}]
+        where = self._store_dir
+        if self._rank == 0 and not extra:
+            allowed = {"rank-%d" % r for r in range(self._world)} | {
+                "rank-%d.json" % r for r in range(self._world)}
+            extra = [f for f in sorted(os.listdir(self._store_root)) if f not in allowed]
+            where = self._store_root
+        if extra:
+            error = ("'{}' holds '{}', which the set did not write; growing the set replaces "
+                     "its directory, so move that elsewhere first".format(where, extra[0]))
+        pid0 = [None] * self._world
+        dist.all_gather_object(pid0, os.getpid(), group=self._pg)
+        root = os.path.abspath(self._store_root)
+        tmp_root = "{}.grow-{}".format(root, pid0[0])
+        if self._rank == 0 and error is None and os.path.lexists(tmp_root):
+            error = ("'{}' exists (left by an interrupted add_param_group: the set before or "
+                     "after growing, the other being '{}'); expected to create it; remove it "
+                     "or move it away".format(tmp_root, self._store_root))
+        self._agree(error)
+        # The committed state and counts of this rank's slice.
+        local = {}
+        for var in vars_:
+            flat = [torch.empty(n, dtype=torch.float32) for _, n, _ in old["layout"]]
+            sess.export_state(var, flat)
+            local[var] = torch.cat(flat) if flat else torch.empty(0, dtype=torch.float32)
+        piece_counts = [(t, c) for (t, _, _), c in zip(old["pieces"], sess.tensor_steps)]
+        error = None
+        try:
+            params, layout = self._describe_model()  # the grown model (checks the new group)
+        except ValueError as e:
+            error = str(e)
+        self._agree(error)
+        dev = self._device
+        fp = self._check_models_agree(params, layout, dev)
+        new = self._plan(params, layout)
+        # The old flattened state: every rank's slice, gathered (on the collectives' device).
+        full = {}
+        for var in vars_:
+            mine = torch.zeros(old["chunk"], dtype=torch.float32, device=dev)
+            mine[:local[var].numel()] = local[var].to(dev)
+            outs = [torch.empty_like(mine) for _ in range(self._world)]
+            dist.all_gather(outs, mine, group=self._pg)
+            g = torch.empty(old["total"], dtype=torch.float32)
+            for r, (lo, hi) in enumerate(old["slices"]):
+                g[lo:hi] = outs[r][:hi - lo].cpu()
+            full[var] = g
+        rows = [None] * self._world
+        dist.all_gather_object(rows, piece_counts, group=self._pg)
+        count_of = {t: c for row in rows for t, c in row}
+        # This rank's slice of the grown model: the old tensors keep their flattened offsets
+        # (the new group comes last).
+        bufs = {var: [] for var in vars_}
+        counts = []
+        with torch.no_grad():
+            for t, a, b in new["pieces"]:
+                if t < n_old:
+                    for var in vars_:
+                        bufs[var].append(full[var][a:b].clone())
+                    counts.append(count_of[t])
+                else:
+                    off = new["offsets"][t]
+                    bufs["theta"].append(params[t].detach().reshape(-1)[a - off:b - off]
+                                         .to(device="cpu", dtype=torch.float32).contiguous())
+                    for var in vars_:
+                        if var != "theta":
+                            bufs[var].append(None)  # the initial value
+                    counts.append(0)
+        full = local = None
+        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        groups = [hyper[g] for g in new["groups"]]
+        record = dict(format=_FORMAT, world_size=self._world, rank=self._rank,
+                      total_elements=new["total"], begin=new["lo"], end=new["hi"],
+                      fingerprint="%014x" % fp, dtype=str(params[0].dtype))
+        mine_dir = os.path.join(tmp_root, os.path.basename(self._store_dir))
+        made = False
+        error = None
+        if self._rank == 0:
+            try:
+                os.mkdir(tmp_root)
+            except OSError as e:
+                error = "cannot create '{}': {}".format(tmp_root, e)
+        self._agree(error)
+        try:
+            grown = csdkit.Session.create(
+                mine_dir, new["layout"], groups, bufs["theta"], optimizer=self._optimizer,
+                devices=devices, backend=self._backend, grad_dtype=sess.grad_dtype,
+                out_dtype=sess.out_dtype, loss_scale=float(desc["loss_scale"]),
+                device_mem=self._device_mem, link_model=self._link_model,
+                ftz=bool(desc["ftz"]), seed=int(desc["seed"]))
+            made = True
+            if step > 0:
+                grown.import_state(step, bufs["theta"], m=bufs.get("m"), v=bufs.get("v"),
+                                   group_hyper=groups, tensor_steps=counts)
+            grown.verify()
+            grown = None  # closes it
+            tmp = os.path.join(tmp_root, os.path.basename(self._record_path) + ".tmp")
+            with open(tmp, "w") as f:
+                json.dump(record, f, indent=1)
+            os.replace(tmp, os.path.join(tmp_root, os.path.basename(self._record_path)))
+        except (RuntimeError, ValueError, OSError) as e:
+            error = "{}: {}".format(type(e).__name__, e)
+            grown = None
+        bufs = None
+        errors = [None] * self._world
+        dist.all_gather_object(errors, error, group=self._pg)
+        if any(errors):
+            self._remove_grown(tmp_root, mine_dir if made else None, devices, vars_)
+            self._agree(error)
+        # Every rank's old store closed, then the one exchange of the two set directories.
+        self._session = None
+        error = None
+        if self._rank == 0:
+            try:
+                _optim._exchange_dirs(root, tmp_root)
+            except (csdkit.StoreError, OSError) as e:
+                error = str(e)
+        errors = [None] * self._world
+        dist.all_gather_object(errors, error, group=self._pg)
+        if any(errors):  # the old set as it was; the next step() opens it again
+            self._remove_grown(tmp_root, mine_dir, devices, vars_)
+            self._agree(error)
+        # The set's directory is the grown set now, tmp_root the old one.
+        self._plan_ = None
+        self._ensure_session(check_weights=False)
+        _optim._remove_store_files(mine_dir, devices, vars_)
+        try:
+            os.unlink(os.path.join(tmp_root, os.path.basename(self._record_path)))
+        except FileNotFoundError:
+            pass
+        dist.barrier(group=self._pg)
+        if self._rank == 0:
+            try:
+                os.rmdir(tmp_root)
+            except OSError:
+                pass
+
+    def _remove_grown(self, tmp_root, mine_dir, devices, vars_):
+        """A failed growth: each rank removes what it wrote under tmp_root, rank 0 the
+        directory."""
+        if mine_dir is not None and os.path.isdir(mine_dir):
+            _optim._remove_store_files(mine_dir, devices, vars_)
+        try:
+            os.unlink(os.path.join(tmp_root, os.path.basename(self._record_path)))
+        except FileNotFoundError:
+            pass
+        dist.barrier(group=self._pg)
+        if self._rank == 0:
+            try:
+                os.rmdir(tmp_root)
+            except OSError:
+                pass
 
     # -- the model and its partition -----------------------------------------------------
 
