@@ -75,13 +75,15 @@ foreach(cfg ${CSD_UPD_CONFIGS})
 
   add_library(csd_rtl_updater_${name} STATIC)
   set_target_properties(csd_rtl_updater_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  # OPT_FAST -O1: about 340 CPU-s less to compile the three variants than -O2 on two AMD EPYC
+  # cores, for about 5 % more simulation time in their quick tests (408 -> 429 s summed).
   verilate(csd_rtl_updater_${name} ${CSD_UPD_TRACE}
            PREFIX Vcsd_update_core_${name}
            TOP_MODULE csd_update_core
            THREADS 1
            SOURCES ${CSD_UPD_ALL_SOURCES}
            VERILATOR_ARGS ${CSD_UPD_VERILATOR_ARGS} -GLanes=${lanes} "-GFtzDaz=1'b${ftz}"
-           OPT_FAST -O2
+           OPT_FAST -O1
            OPT_SLOW -O1
            OPT_GLOBAL -O2)
 
