@@ -151,8 +151,8 @@ class _ZeroMixin:
                 .format(type(self).__name__, type(self).__name__))
 
     def add_param_group(self, param_group):
-        """As torch.optim's, on every rank with the same group (a collective once the rank
-        stores exist).
+        """As torch.optim's; after construction a collective: every rank calls it with the
+        same group (the ranks first learn whether any of them has its store).
 
         Before the rank stores exist the group joins the layout the first step() partitions.
         Once they exist, the set grows: every rank's committed state (weights, buffers,
