@@ -215,12 +215,7 @@ class _ZeroMixin:
         # Everything in the set's directory and in this rank's store must be the set's own:
         # the old set is removed at the end.
         error = None
-        own = {"device.json"} | {"{}.{}.bin".format(v, s) for v in vars_ for s in (0, 1)}
-        extra = [os.path.join(d, f) for d in ["dev%d" % k for k in range(devices)]
-                 for f in sorted(os.listdir(os.path.join(self._store_dir, d))) if f not in own]
-        extra += [f for f in sorted(os.listdir(self._store_dir))
-                  if f not in {"manifest.json", "manifest.json.tmp"}
-                  | {"dev%d" % k for k in range(devices)}]
+        extra = _optim._foreign_files(self._store_dir, devices, vars_)
         where = self._store_dir
         if self._rank == 0 and not extra:
             allowed = {"rank-%d" % r for r in range(self._world)} | {
@@ -344,21 +339,11 @@ class _ZeroMixin:
         # The set's directory is the grown set now, tmp_root the old one.
         self._plan_ = None
         self._ensure_session(check_weights=False)
-        _optim._remove_store_files(mine_dir, devices, vars_)
-        try:
-            os.unlink(os.path.join(tmp_root, os.path.basename(self._record_path)))
-        except FileNotFoundError:
-            pass
-        dist.barrier(group=self._pg)
-        if self._rank == 0:
-            try:
-                os.rmdir(tmp_root)
-            except OSError:
-                pass
+        self._remove_grown(tmp_root, mine_dir, devices, vars_)
 
     def _remove_grown(self, tmp_root, mine_dir, devices, vars_):
-        """A failed growth: each rank removes what it wrote under tmp_root, rank 0 the
-        directory."""
+        """Each rank removes its store and record under tmp_root (the grown copy after a failed
+        growth, the old store after the exchange), then rank 0 the directory."""
         if mine_dir is not None and os.path.isdir(mine_dir):
             _optim._remove_store_files(mine_dir, devices, vars_)
         try:

@@ -199,10 +199,31 @@ def _exchange_dirs(a, b):
         os.close(fd)
 
 
+def _device_files(vars_):
+    """The files a store writes in each device's directory: its identity and both slots of
+    each state variable."""
+    return ["device.json"] + ["{}.{}.bin".format(v, s) for v in vars_ for s in (0, 1)]
+
+
+def _foreign_files(path, devices, vars_):
+    """What the store at `path` holds that it did not write (paths relative to it), in order:
+    growing a store removes the old one, and with it anything that is there."""
+    top = {"manifest.json", "manifest.json.tmp"} | {"dev%d" % d for d in range(devices)}
+    mine = set(_device_files(vars_))
+    out = []
+    for entry in sorted(os.listdir(path)):
+        if entry not in top:
+            out.append(entry)
+        elif entry.startswith("dev"):
+            out += [os.path.join(entry, f) for f in sorted(os.listdir(os.path.join(path, entry)))
+                    if f not in mine]
+    return out
+
+
 def _remove_store_files(path, devices, vars_):
     """Removes a store's own files (the manifest, each device's identity and state files) and
     its directories; anything else found there stays, and so does the directory holding it."""
-    names = ["device.json"] + ["{}.{}.bin".format(v, s) for v in vars_ for s in (0, 1)]
+    names = _device_files(vars_)
     for d in range(devices):
         dev = os.path.join(path, "dev%d" % d)
         for f in names:
@@ -789,18 +810,12 @@ class _StoreOptimizer(torch.optim.Optimizer):
         devices = sess.devices
         vars_ = list(sess.vars)
         # Everything in the directory must be the store's own: the old store is removed below.
-        own = {"manifest.json", "manifest.json.tmp"} | {"dev%d" % d for d in range(devices)}
-        dev_own = {"device.json"} | {"{}.{}.bin".format(v, s) for v in vars_ for s in (0, 1)}
-        for entry in sorted(os.listdir(self._store_dir)):
-            extra = [entry] if entry not in own else [
-                os.path.join(entry, f) for f in sorted(os.listdir(
-                    os.path.join(self._store_dir, entry))) if f not in dev_own] \
-                if entry.startswith("dev") else []
-            if extra:
-                raise csdkit.StoreError(
-                    "{}.add_param_group: the store '{}' holds '{}', which the store did not "
-                    "write; growing the store replaces its directory, so move that elsewhere "
-                    "first".format(name, self._store_dir, extra[0]))
+        extra = _foreign_files(self._store_dir, devices, vars_)
+        if extra:
+            raise csdkit.StoreError(
+                "{}.add_param_group: the store '{}' holds '{}', which the store did not write; "
+                "growing the store replaces its directory, so move that elsewhere first"
+                .format(name, self._store_dir, extra[0]))
         store = os.path.abspath(self._store_dir)
         tmp = "{}.grow-{}".format(store, os.getpid())
         if os.path.lexists(tmp):
