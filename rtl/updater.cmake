@@ -111,10 +111,17 @@ foreach(cfg ${CSD_UPD_CONFIGS})
     add_test(NAME rtl_core_${name}_matrix_${variant}
              COMMAND ${tb} --suite matrix --variant ${variant})
     set_tests_properties(rtl_core_${name}_matrix_${variant} PROPERTIES
-                         LABELS "quick;rtl" TIMEOUT 600)
+                         LABELS "quick;rtl" TIMEOUT 600 COST 12)
   endforeach()
+  # The malformed-stream suite (35-75 s) at every lane count; the FTZ build's copy of the
+  # Lanes 4 one (the stream checks do not depend on the policy) is nightly.
+  set(malformed_label "quick;rtl")
+  if(ftz)
+    set(malformed_label "nightly;rtl")
+  endif()
   add_test(NAME rtl_core_${name}_malformed COMMAND ${tb} --suite malformed)
-  set_tests_properties(rtl_core_${name}_malformed PROPERTIES LABELS "quick;rtl" TIMEOUT 600)
+  set_tests_properties(rtl_core_${name}_malformed PROPERTIES LABELS "${malformed_label}"
+                       TIMEOUT 600 COST 80)
   add_test(NAME rtl_core_${name}_perf COMMAND ${tb} --suite perf)
   set_tests_properties(rtl_core_${name}_perf PROPERTIES LABELS "quick;rtl" TIMEOUT 600)
   add_test(NAME rtl_core_${name}_random COMMAND ${tb} --suite random --iters 400)
@@ -124,11 +131,17 @@ endforeach()
 # ---- Lint ---------------------------------------------------------------------------------------
 # Each module as the top (default parameters), all sources given; the core and the modules
 # with a Lanes parameter also at Lanes 2 / 4 / 8, and the policy-dependent ones with FtzDaz = 1.
+# The core at Lanes 16 and Lanes 4 (IEEE) is what the build Verilates with the same -Wall and
+# waivers (a warning fails the build), so those two lints (20 s and 4 s) are nightly only.
 set(csd_upd_lint_cmd "${CSD_UPD_VERILATOR_EXE}" --lint-only -Wall ${CSD_UPD_VLT}
     ${CSD_UPD_ALL_SOURCES})
 foreach(module ${CSD_UPD_MODULES})
+  set(lint_label "quick;rtl;lint")
+  if(module STREQUAL "csd_update_core")
+    set(lint_label "nightly;rtl;lint")
+  endif()
   add_test(NAME rtl_lint_${module} COMMAND ${csd_upd_lint_cmd} --top-module ${module})
-  set_tests_properties(rtl_lint_${module} PROPERTIES LABELS "quick;rtl;lint" TIMEOUT 300)
+  set_tests_properties(rtl_lint_${module} PROPERTIES LABELS "${lint_label}" TIMEOUT 300)
 endforeach()
 foreach(module csd_update_core csd_update_lane csd_update_decode)
   add_test(NAME rtl_lint_${module}_ftz
@@ -137,9 +150,13 @@ foreach(module csd_update_core csd_update_lane csd_update_decode)
 endforeach()
 foreach(lanes 2 4 8)
   foreach(module csd_update_core csd_update_merge csd_update_idx_check csd_update_blk_unpack)
+    set(lint_label "quick;rtl;lint")
+    if(module STREQUAL "csd_update_core" AND lanes EQUAL 4)
+      set(lint_label "nightly;rtl;lint")
+    endif()
     add_test(NAME rtl_lint_${module}_l${lanes}
              COMMAND ${csd_upd_lint_cmd} --top-module ${module} -GLanes=${lanes})
     set_tests_properties(rtl_lint_${module}_l${lanes} PROPERTIES
-                         LABELS "quick;rtl;lint" TIMEOUT 300)
+                         LABELS "${lint_label}" TIMEOUT 300)
   endforeach()
 endforeach()

@@ -3,7 +3,7 @@ csdkit_test(runtime_test)
 target_link_libraries(runtime_test PRIVATE csdkit_runtime csdkit_system)
 target_compile_definitions(runtime_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/runtime_test_stores")
-gtest_discover_tests(runtime_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+gtest_discover_tests(runtime_test PROPERTIES LABELS quick TIMEOUT 600 COST 20 DISCOVERY_TIMEOUT 60)
 
 # SmartSSD discovery by PCIe topology on fake sysfs trees.
 csdkit_test(topology_test)
