@@ -359,14 +359,17 @@ def split_kit_step(wall, rep):
                      transfer buffer with its finiteness check (dense) or the streams'
                      validation (Top-K), and the new weights written to the parameters (CPU)
                      or the pinned buffers (CUDA). The kit reports no finer figure;
-      runtime        the report's `seconds`: device workers, state I/O, commit;
+      runtime        the report's `seconds_in_step`: device workers, state I/O, commit -- the
+                     part of the runtime's step inside step() (its `seconds`, unless it
+                     started during backward: overlap_backward);
       weights_in     the rest: CUDA copies back into the parameters until they are done (the
                      clock waits for the GPU), the Top-K residual's update, the report's
                      hand-over. On the CPU the weights were already written in `binding`.
     """
     hs = rep["host_seconds"]
+    runtime = rep.get("seconds_in_step", rep["seconds"])
     return {"setup": hs["setup"], "gradients_out": hs["gradients_out"],
-            "binding": hs["session"] - rep["seconds"], "runtime": rep["seconds"],
+            "binding": hs["session"] - runtime, "runtime": runtime,
             "weights_in": wall - hs["setup"] - hs["gradients_out"] - hs["session"]}
 
 
@@ -483,8 +486,9 @@ KIT_ROWS = (
     ("gradients_out", "gradients out: .grad checks; CUDA → pinned host copies; Top-K encoding "
                       "(`host_seconds.gradients_out`)"),
     ("binding", "binding, outside the runtime's clock: gather + finiteness check (Top-K: stream "
-                "validation) + weights written out (`host_seconds.session − seconds`)"),
-    ("runtime", "runtime step: device work, state I/O, commit (report `seconds`)"),
+                "validation) + weights written out (`host_seconds.session − seconds_in_step`)"),
+    ("runtime", "runtime step: device work, state I/O, commit (report `seconds_in_step`: its "
+                "`seconds` inside step())"),
     ("weights_in", "weights in: copy-back into the parameters, until done on CUDA (rest of the "
                    "step wall)"),
     ("io_wait_seconds", "runtime: workers' storage wait, summed (`io_wait_seconds`)"),

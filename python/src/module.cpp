@@ -391,7 +391,24 @@ class PySession {
     }
     py::dict d = JsonToPy(rep.ToJson());
     if (return_norm) d["grad_norm"] = norm;
+    if (!s_->last_speculation().empty()) d["speculation"] = s_->last_speculation();
     return d;
+  }
+
+  void StartSpeculative(const std::vector<bool>& has_grad,
+                        std::optional<std::vector<py::dict>> group_hyper,
+                        std::optional<double> loss_scale, double clip_coef,
+                        std::optional<py::list> weights_out, const std::string& mode,
+                        bool allow_nonfinite) {
+    const Store& st = s_->store();
+    StepOptions o = Options(group_hyper, loss_scale, false, clip_coef, mode, allow_nonfinite);
+    std::vector<void*> out;
+    if (weights_out) {
+      out = WeightsOut(*weights_out);
+      o.fp32_weights_out = st.config().out == DType::kFp32;
+    }
+    py::gil_scoped_release nogil;
+    s_->StartSpeculative(has_grad, o, weights_out ? &out : nullptr);
   }
 
   py::dict StepSparse(const py::list& streams, std::optional<std::vector<py::dict>> group_hyper,
@@ -585,6 +602,7 @@ class PySession {
     return l;
   }
 
+  std::string last_speculation() const { return s_->last_speculation(); }
   int64_t step() const { return s_->store().step(); }
   std::string dir() const { return s_->store().dir(); }
   unsigned devices() const { return s_->store().config().devices; }
@@ -741,11 +759,30 @@ tensor alive and unchanged until step_arena (or fill it again; the latest fill c
            R"(One optimizer step from the gradient arena: has_grad[t] says whether layout entry t
 has a gradient this step (each such entry filled since the last step, else ValueError). No pass
 over the gradient: finiteness and the norm come from the fills, and equal step()'s bit for bit.
-The other arguments and the report as for step().)")
+The other arguments and the report as for step(). When a speculation (start_speculative) is
+running, the report's 'speculation' says what became of it: 'committed', or 'abandoned: <why>'
+(the step was then run from the arena as without one).)")
+      .def("start_speculative", &PySession::StartSpeculative, py::arg("has_grad"), py::kw_only(),
+           py::arg("group_hyper") = py::none(), py::arg("loss_scale") = py::none(),
+           py::arg("clip_coef") = 1.0, py::arg("weights_out") = py::none(),
+           py::arg("mode") = "smart", py::arg("allow_nonfinite") = false,
+           R"(Starts the next step_arena's update while backward is still filling the arena (a
+speculation; SmartUpdate only): has_grad the entries expected to have a gradient (the last
+step's), every gradient taken as finite, clip_coef as the clip coefficient. Each device takes
+its subgroups last first and sends one once the entries it covers are filled; nothing is
+committed and nothing written into weights_out until step_arena finds its own arguments (and
+the fills' finiteness and norm, so its clip coefficient) equal to these, and no entry filled
+twice; otherwise step_arena abandons it and steps as without one. Bit for bit the same result
+either way. Any other call but queue_fill, fill, wait_fills and step_arena abandons it.)")
       .def_property_readonly("subgroups", &PySession::subgroups,
                              "the store's subgroups, device 0's first (the order of step_sparse's "
                              "streams): dicts with device, index, begin (first flattened "
                              "element), n (elements) and group")
+      .def_property_readonly("last_speculation",
+                             &PySession::last_speculation,
+                             "what the last step did with an update started during backward: '' "
+                             "(none), 'committed', 'failed' (confirmed, then the step failed) or "
+                             "'abandoned: <why>'")
       .def_property_readonly("tensor_offsets", &PySession::tensor_offsets,
                              "each layout entry's first element in the flattened model (param "
                              "groups start at 65536-element block boundaries)")

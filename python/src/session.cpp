@@ -9,6 +9,30 @@
 
 namespace csdkit::py_binding {
 
+namespace {
+
+/// Thrown into a speculative step's workers (and its commit) when it is abandoned.
+class SpeculationAbandoned : public std::runtime_error {
+ public:
+  SpeculationAbandoned() : std::runtime_error("speculative step abandoned") {}
+};
+
+bool SameHyper(const std::vector<OptimizerConfig>& a, const std::vector<OptimizerConfig>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t g = 0; g < a.size(); ++g) {
+    const OptimizerConfig &x = a[g], &y = b[g];
+    if (x.opt != y.opt || x.lr != y.lr || x.beta1 != y.beta1 || x.beta2 != y.beta2 ||
+        x.eps != y.eps || x.weight_decay != y.weight_decay || x.momentum != y.momentum ||
+        x.dampening != y.dampening || x.nesterov != y.nesterov || x.lr_decay != y.lr_decay ||
+        x.initial_accumulator_value != y.initial_accumulator_value) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::unique_ptr<Session> Session::Create(const std::string& dir, const ParamLayout& layout,
                                          StoreConfig cfg,
                                          const std::vector<OptimizerConfig>& groups,
@@ -44,6 +68,7 @@ void Session::Start(const DeviceSpec& spec_in) {
 }
 
 Session::~Session() {
+  Abandon("");
   if (filler_.joinable()) {
     {
       std::lock_guard<std::mutex> lk(fill_mu_);
@@ -60,6 +85,8 @@ Session::~Session() {
 
 StepReport Session::Step(const std::vector<const void*>& grads, const StepOptions& o_in,
                          double max_norm, double* l2norm, const std::vector<void*>* weights_out) {
+  last_speculation_.clear();
+  Abandon("a step with gathered gradients came instead");
   if (filler_.joinable()) {
     // The gather writes the whole arena: queued fills finish first, and count no more.
     WaitFills();
@@ -91,6 +118,7 @@ StepReport Session::StepDense(GradientSet g, double norm, const StepOptions& o_i
     throw;
   }
   gather_buf_ = std::move(g).TakeBuffer();  // the next step fills it again
+  if (arena_ != nullptr) arena_ = gather_buf_.data();
   return rep;
 }
 
@@ -126,14 +154,17 @@ void* Session::GradArena() {
   const StoreConfig& c = store_->config();
   const uint64_t bytes = c.params * DTypeBytes(c.grad);
   std::lock_guard<std::mutex> lk(fill_mu_);
-  if (gather_buf_.size() < bytes) gather_buf_ = AlignedBuffer(bytes);  // zero-filled
+  if (spec_ == nullptr) {  // (a speculation holds the buffer)
+    if (gather_buf_.size() < bytes) gather_buf_ = AlignedBuffer(bytes);  // zero-filled
+    arena_ = gather_buf_.data();
+  }
   if (filled_.empty()) {
     const size_t nt = store_->layout()->tensors().size();
     filled_.assign(nt, std::nullopt);
     slice_dirty_.assign(nt, false);
   }
   if (!filler_.joinable()) filler_ = std::thread([this] { FillerLoop(); });
-  return gather_buf_.data();
+  return arena_;
 }
 
 uint64_t Session::GradArenaBytes() const {
@@ -151,11 +182,28 @@ void Session::CheckTensorIndex(size_t t) const {
 void Session::DoFill(size_t t, const void* src) {
   const ParamLayout& l = *store_->layout();
   const DType dt = store_->config().grad;
-  const TensorGradient r = CopyTensorGradient(gather_buf_.data() + l.offset(t) * DTypeBytes(dt),
-                                              src, l.tensors()[t].numel, dt, true);
+  {
+    std::unique_lock<std::mutex> lk(fill_mu_);
+    if (spec_ != nullptr && !spec_->confirmed) {
+      // A slice the speculation may have sent already (a tensor filled again), or one it takes
+      // as without a gradient: it cannot commit. It is stopped before the slice changes.
+      if (!spec_->abandoned && (filled_[t] || !spec_->has_grad[t])) {
+        spec_->invalid = "tensor " + std::to_string(t) + " ('" + l.tensors()[t].name + "') " +
+                         (filled_[t] ? "was copied again (its gradient changed after backward "
+                                       "had handed it over)"
+                                     : "has a gradient; the last step's had none");
+        spec_->abandoned = true;
+        spec_cv_.notify_all();
+      }
+      if (spec_->abandoned) spec_cv_.wait(lk, [&] { return spec_ == nullptr || spec_->finished; });
+    }
+  }
+  const TensorGradient r = CopyTensorGradient(arena_ + l.offset(t) * DTypeBytes(dt), src,
+                                              l.tensors()[t].numel, dt, true);
   std::lock_guard<std::mutex> lk(fill_mu_);
   filled_[t] = r;
   slice_dirty_[t] = true;
+  spec_cv_.notify_all();
 }
 
 void Session::FillerLoop() {
@@ -215,22 +263,17 @@ StepReport Session::StepArena(const std::vector<bool>& has_grad, const StepOptio
   WaitFills();
   const ParamLayout& l = *store_->layout();
   if (has_grad.size() != l.tensors().size()) {
+    Abandon("");
     throw std::invalid_argument("has_grad: expected one flag per layout entry (" +
                                 std::to_string(l.tensors().size()) + "), found " +
                                 std::to_string(has_grad.size()));
   }
   std::vector<TensorGradient> per_tensor;
   bool finite = true;
-  const unsigned eb = DTypeBytes(store_->config().grad);
   for (size_t t = 0; t < has_grad.size(); ++t) {
-    if (!has_grad[t]) {
-      if (slice_dirty_[t]) {  // what a fill wrote there: zero again, as Gather leaves it
-        std::memset(gather_buf_.data() + l.offset(t) * eb, 0, l.tensors()[t].numel * eb);
-        slice_dirty_[t] = false;
-      }
-      continue;
-    }
+    if (!has_grad[t]) continue;
     if (!filled_[t]) {
+      Abandon("");
       throw std::invalid_argument("gradient arena: tensor " + std::to_string(t) + " ('" +
                                   l.tensors()[t].name + "') has a gradient this step but was "
                                   "not copied into the arena since the last step");
@@ -238,26 +281,240 @@ StepReport Session::StepArena(const std::vector<bool>& has_grad, const StepOptio
     per_tensor.push_back(*filled_[t]);
     finite &= filled_[t]->finite;
   }
-  // Every tensor needs a fill again for the next step, whatever happens to this one.
-  filled_.assign(filled_.size(), std::nullopt);
   const double norm = GradientNorm(per_tensor);
   if (l2norm != nullptr) *l2norm = norm;
+  last_speculation_.clear();
+  if (spec_ != nullptr) {
+    // StepDense's clip coefficient, to compare with the one the speculation runs with.
+    double coef = o_in.clip_coef;
+    if (max_norm > 0) {
+      const double ls = o_in.loss_scale ? *o_in.loss_scale : store_->config().loss_scale;
+      coef = std::min(1.0, max_norm / (norm / ls + 1e-6));
+    }
+    std::string why;
+    {
+      std::lock_guard<std::mutex> lk(fill_mu_);
+      why = Mismatch(*spec_, has_grad, finite, o_in, coef, weights_out);
+    }
+    if (!why.empty()) {
+      Abandon(why);
+    } else {
+      // Confirmed: the subgroups' weights so far go out now, the rest as the workers bring
+      // them; the step commits as soon as it is done.
+      Speculation& s = *spec_;
+      std::vector<std::pair<uint64_t, uint64_t>> pending;
+      {
+        std::lock_guard<std::mutex> lk(fill_mu_);
+        s.confirmed = true;
+        pending.swap(s.pending);
+      }
+      spec_cv_.notify_all();
+      for (const auto& [begin, n] : pending) {
+        scheduler_->CopyWeightsRange(s.out, begin, n, s.grads->frozen(), saved_weights_.data());
+        std::lock_guard<std::mutex> lk(fill_mu_);
+        s.handed.emplace_back(begin, n);
+      }
+      s.thread.join();
+      gather_buf_ = std::move(*s.grads).TakeBuffer();
+      filled_.assign(filled_.size(), std::nullopt);  // every tensor needs a fill again
+      std::unique_ptr<Speculation> done;
+      {
+        std::lock_guard<std::mutex> lk(fill_mu_);
+        done = std::move(spec_);
+      }
+      if (done->err) {
+        // Failed after it was confirmed (an I/O or integrity error, the divergence guard, the
+        // commit): as StepWithWeightsOut, the tensors get back what they held.
+        for (const auto& [begin, n] : done->handed) {
+          scheduler_->PutBackWeightsRange(done->out, begin, n, done->grads->frozen(),
+                                          saved_weights_.data());
+        }
+        last_speculation_ = "failed";
+        std::rethrow_exception(done->err);
+      }
+      last_speculation_ = "committed";
+      return done->rep;
+    }
+  }
+  const unsigned eb = DTypeBytes(store_->config().grad);
+  for (size_t t = 0; t < has_grad.size(); ++t) {
+    if (!has_grad[t] && slice_dirty_[t]) {  // what a fill wrote there: zero again, as Gather
+      std::memset(gather_buf_.data() + l.offset(t) * eb, 0, l.tensors()[t].numel * eb);
+      slice_dirty_[t] = false;
+    }
+  }
+  // Every tensor needs a fill again for the next step, whatever happens to this one.
+  filled_.assign(filled_.size(), std::nullopt);
   return StepDense(GradientSet::FromArena(*store_, std::move(gather_buf_), has_grad, finite), norm,
                    o_in, max_norm, weights_out);
+}
+
+std::string Session::Mismatch(const Speculation& s, const std::vector<bool>& has_grad,
+                              bool finite, const StepOptions& o, double clip_coef,
+                              const std::vector<void*>* weights_out) const {
+  if (!s.invalid.empty()) return s.invalid;
+  if (has_grad != s.has_grad) return "the tensors with a gradient are not the last step's";
+  if (o.found_inf) return "found_inf: the trainer found a non-finite gradient";
+  if (!finite) return "a non-finite gradient";
+  if (clip_coef != s.o.clip_coef) {
+    return "clip coefficient " + std::to_string(clip_coef) + ", not " +
+           std::to_string(s.o.clip_coef);
+  }
+  if (o.loss_scale != s.o.loss_scale) return "another loss scale";
+  if (!SameHyper(o.group_hyper, s.o.group_hyper)) return "other hyper-parameters";
+  if (o.mode != s.o.mode || o.allow_nonfinite != s.o.allow_nonfinite ||
+      o.fp32_weights_out != s.o.fp32_weights_out) {
+    return "other step options";
+  }
+  if (weights_out == nullptr ? s.has_out : (!s.has_out || *weights_out != s.out)) {
+    return "other weights_out tensors";
+  }
+  return "";
+}
+
+void Session::StartSpeculative(const std::vector<bool>& has_grad, const StepOptions& o_in,
+                               const std::vector<void*>* weights_out) {
+  Abandon("another speculation was started");
+  GradArena();
+  WaitFills();  // the slices below are not being written
+  const ParamLayout& l = *store_->layout();
+  if (has_grad.size() != l.tensors().size()) {
+    throw std::invalid_argument("has_grad: expected one flag per layout entry (" +
+                                std::to_string(l.tensors().size()) + "), found " +
+                                std::to_string(has_grad.size()));
+  }
+  if (o_in.mode != UpdateMode::kSmart) {
+    throw std::invalid_argument("speculative step: expected the smart mode, found " +
+                                std::string(UpdateModeName(o_in.mode)));
+  }
+  auto sp = std::make_unique<Speculation>();
+  sp->has_grad = has_grad;
+  sp->o = o_in;
+  if (weights_out != nullptr) {
+    scheduler_->CheckWeightsOut(*weights_out);
+    const StoreConfig& c = store_->config();
+    const uint64_t bytes = c.params * (c.out != DType::kFp32 ? 2 : 4);
+    if (saved_weights_.size() < bytes) saved_weights_ = AlignedBuffer(bytes);
+    sp->out = *weights_out;
+    sp->has_out = true;
+  }
+  // Fills of earlier backward passes of this step (gradient accumulation) are superseded: the
+  // speculation waits for this pass's (or step()'s) copy of each tensor. (After the checks: a
+  // refused start leaves them counted.)
+  filled_.assign(filled_.size(), std::nullopt);
+  // Tensors expected without a gradient: their slices as StepArena leaves them (zero).
+  const unsigned eb = DTypeBytes(store_->config().grad);
+  for (size_t t = 0; t < has_grad.size(); ++t) {
+    if (!has_grad[t] && slice_dirty_[t]) {
+      std::memset(arena_ + l.offset(t) * eb, 0, l.tensors()[t].numel * eb);
+      slice_dirty_[t] = false;
+    }
+  }
+  sp->grads = std::make_unique<GradientSet>(
+      GradientSet::FromArena(*store_, std::move(gather_buf_), has_grad, true));
+  Speculation* s = sp.get();
+  StepOptions o = o_in;
+  o.reverse_subgroups = true;
+  o.gradient_wait = [this, s](uint64_t begin, uint64_t n) { WaitSlices(*s, begin, n); };
+  // Nothing is written into the store before the confirmation: each worker holds its computed
+  // subgroup (one per worker, two per device) until then.
+  o.before_write = [this, s] {
+    std::unique_lock<std::mutex> lk(fill_mu_);
+    spec_cv_.wait(lk, [&] { return s->confirmed || s->abandoned; });
+    if (!s->confirmed) throw SpeculationAbandoned();
+  };
+  if (s->has_out) {
+    o.weights_ready = [this, s](uint64_t begin, uint64_t n) {
+      {
+        std::lock_guard<std::mutex> lk(fill_mu_);
+        if (!s->confirmed) {  // the trainer's tensors may still be in use by backward
+          s->pending.emplace_back(begin, n);
+          return;
+        }
+      }
+      scheduler_->CopyWeightsRange(s->out, begin, n, s->grads->frozen(), saved_weights_.data());
+      std::lock_guard<std::mutex> lk(fill_mu_);
+      s->handed.emplace_back(begin, n);
+    };
+  }
+  {
+    std::lock_guard<std::mutex> lk(fill_mu_);
+    spec_ = std::move(sp);
+  }
+  s->thread = std::thread([this, s, o] {
+    StepReport rep;
+    std::exception_ptr err;
+    try {
+      rep = scheduler_->Step(*s->grads, o);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lk(fill_mu_);
+    s->rep = rep;
+    s->err = err;
+    s->finished = true;
+    spec_cv_.notify_all();
+  });
+}
+
+void Session::WaitSlices(Speculation& s, uint64_t begin, uint64_t n) {
+  const ParamLayout& l = *store_->layout();
+  const size_t nt = l.tensors().size();
+  // The first tensor ending after `begin` (offsets ascend in layout order).
+  size_t lo = 0, hi = nt;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (l.offset(mid) + l.tensors()[mid].numel <= begin) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  std::unique_lock<std::mutex> lk(fill_mu_);
+  spec_cv_.wait(lk, [&] {
+    if (s.abandoned) return true;
+    for (size_t t = lo; t < nt && l.offset(t) < begin + n; ++t) {
+      if (s.has_grad[t] && !filled_[t]) return false;
+    }
+    return true;
+  });
+  if (s.abandoned) throw SpeculationAbandoned();
+}
+
+void Session::Abandon(const std::string& why) {
+  if (spec_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lk(fill_mu_);
+    spec_->abandoned = true;
+  }
+  spec_cv_.notify_all();
+  spec_->thread.join();  // nothing committed (its commit waits for a confirmation)
+  gather_buf_ = std::move(*spec_->grads).TakeBuffer();
+  std::string reason = spec_->invalid.empty() ? why : spec_->invalid;
+  {
+    std::lock_guard<std::mutex> lk(fill_mu_);
+    spec_.reset();
+  }
+  spec_cv_.notify_all();
+  if (!reason.empty()) last_speculation_ = "abandoned: " + reason;
 }
 
 StepReport Session::StepSparse(std::vector<std::vector<SparseGrad>> streams,
                                std::vector<std::pair<uint64_t, uint64_t>> frozen,
                                const StepOptions& o, const std::vector<void*>* weights_out) {
+  last_speculation_.clear();
+  Abandon("a step with Top-K gradients came instead");
   const GradientSet g = GradientSet::FromStreams(*store_, std::move(streams), std::move(frozen));
   return StepWithWeightsOut(g, o, weights_out);
 }
 
-void Session::Export(const std::string& var, const std::vector<float*>& dst) const {
+void Session::Export(const std::string& var, const std::vector<float*>& dst) {
+  Abandon("the state was read");
   ExportState(*store_, var, dst);
 }
 
 void Session::Import(const StateImport& in) {
+  Abandon("the state was replaced");
   ImportState(*store_, in);
   scheduler_->InvalidateWeightsOut();
 }

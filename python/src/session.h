@@ -82,6 +82,32 @@ class Session {
   StepReport StepArena(const std::vector<bool>& has_grad, const StepOptions& o, double max_norm,
                        double* l2norm, const std::vector<void*>* weights_out);
 
+  // -- The update started during backward (a speculation) --------------------------------------
+  /// Starts the next step from the arena before backward has finished filling it: the
+  /// scheduler's step (SmartUpdate) with `o`, taking `has_grad` as the tensors that will have
+  /// a gradient (a trainer passes the last step's), the gradient as finite and `o.clip_coef` as
+  /// the clip coefficient. Each device takes its subgroups last first and sends a subgroup's
+  /// gradient once every tensor it covers (that has a gradient) has been filled; nothing is
+  /// written into the store (each of a device's two workers holds its computed subgroup),
+  /// committed or written into `weights_out` until StepArena confirms it. StepArena then
+  /// checks what the step was started with against what the trainer's step turns out to be --
+  /// the same tensors with gradients, no tensor filled twice or filled unexpectedly, every
+  /// gradient finite, the same clip coefficient (from the fills' norm and max_norm), loss
+  /// scale, hyper-parameters, mode and weights_out -- and either lets it commit (the weights of
+  /// the subgroups done so far are copied out then, the rest as they come) or abandons it and
+  /// steps from the arena as without one. Either way the result is StepArena's without a
+  /// speculation, bit for bit: the inputs are the same, and an abandoned step committed
+  /// nothing. A fill that would change a slice the speculation may have sent (a tensor filled
+  /// again, or one expected without a gradient) abandons it first and waits for it to stop.
+  /// Every other call but QueueFill, Fill, WaitFills and StepArena abandons it too. Fills made
+  /// before it started (earlier backward passes of gradient accumulation) no longer count:
+  /// each tensor with a gradient is to be filled again.
+  void StartSpeculative(const std::vector<bool>& has_grad, const StepOptions& o,
+                        const std::vector<void*>* weights_out);
+  /// What the last StepArena did with a speculation: empty (none was running), "committed", or
+  /// "abandoned: <why>" (the step then ran from the arena).
+  const std::string& last_speculation() const { return last_speculation_; }
+
   /// One optimizer step with Top-K gradients: `streams[d][j]` is subgroup j of device d
   /// (Store::Subgroups(d) order) in the kit's block format, values in the store's grad dtype.
   /// GradientSet::FromStreams validates every stream with the kernel's checks before anything
@@ -93,12 +119,15 @@ class Session {
                         std::vector<std::pair<uint64_t, uint64_t>> frozen, const StepOptions& o,
                         const std::vector<void*>* weights_out);
   /// Reads state variable `var` of the committed step into per-tensor fp32 arrays (ExportState).
-  void Export(const std::string& var, const std::vector<float*>& dst) const;
+  void Export(const std::string& var, const std::vector<float*>& dst);
   /// Replaces the state and commits it at in.step (ImportState); the last step's weights are
   /// forgotten.
   void Import(const StateImport& in);
   /// Store::RollBack: commits again the state the last commit replaced (one step back).
-  void RollBack() { store_->RollBack(); }
+  void RollBack() {
+    Abandon("the store was rolled back");
+    store_->RollBack();
+  }
 
  private:
   Session() = default;
@@ -139,6 +168,38 @@ class Session {
   std::vector<std::optional<TensorGradient>> filled_;  // since the last StepArena
   std::vector<bool> slice_dirty_;  // a fill wrote the slice since it was last zeroed
   std::exception_ptr fill_error_;
+  uint8_t* arena_ = nullptr;  // gather_buf_'s bytes, also while a speculation holds the buffer
+
+  // The speculation (StartSpeculative). Its flags and lists are guarded by fill_mu_; spec_cv_
+  // wakes its waits (a fill done, confirmed, abandoned, finished).
+  struct Speculation {
+    std::vector<bool> has_grad;
+    StepOptions o;                        // as started (without the callbacks)
+    std::vector<void*> out;               // weights_out as started
+    bool has_out = false;
+    std::unique_ptr<GradientSet> grads;   // holds the arena while the step runs
+    std::thread thread;
+    StepReport rep;
+    std::exception_ptr err;
+    std::string invalid;                  // why it cannot commit; empty: nothing against it yet
+    bool confirmed = false, abandoned = false, finished = false;
+    std::vector<std::pair<uint64_t, uint64_t>> pending;  // weights ready before confirmation
+    std::vector<std::pair<uint64_t, uint64_t>> handed;   // ranges written into out
+  };
+  /// Blocks a worker until the tensors covering elements [begin, begin + n) are filled (those
+  /// the speculation expects a gradient for); throws SpeculationAbandoned when it is abandoned.
+  void WaitSlices(Speculation& s, uint64_t begin, uint64_t n);
+  /// Abandons a running speculation (why: recorded in last_speculation_ when not empty), waits
+  /// for its thread and takes the arena back. Nothing was committed or written out.
+  void Abandon(const std::string& why);
+  /// Why the trainer's step (StepArena's arguments) is not the one the speculation started;
+  /// empty when it is.
+  std::string Mismatch(const Speculation& s, const std::vector<bool>& has_grad, bool finite,
+                       const StepOptions& o, double clip_coef,
+                       const std::vector<void*>* weights_out) const;
+  std::unique_ptr<Speculation> spec_;
+  std::condition_variable spec_cv_;
+  std::string last_speculation_;
 };
 
 }  // namespace csdkit::py_binding

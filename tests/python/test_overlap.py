@@ -213,3 +213,110 @@ def test_gradients_changed_in_place_without_a_version_bump_are_copied_again(tmp_
             o.step()
     for a, b in zip(*(m.parameters() for m in models)):
         assert torch.equal(a, b)
+
+
+def run_scheduled(model, opt, x, y, steps, lr_between=None):
+    """`steps` plain steps with a cosine LR schedule (the hyper-parameters change every step);
+    at the steps in `lr_between`, the LR of group 0 is changed after backward, before step()
+    (the update that started during backward then ran with the old one). Returns the reports."""
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    reports = []
+    for i in range(steps):
+        opt.zero_grad(set_to_none=True)
+        xs = x.to(next(model.parameters()).dtype) * (1.0 + 0.1 * i)
+        loss_of(model, xs, y).backward()
+        if lr_between and i in lr_between:
+            opt.param_groups[0]["lr"] *= 0.5
+        opt.step()
+        sched.step()
+        reports.append(dict(opt.last_report))
+    return reports
+
+
+@pytest.mark.parametrize("dtype,devices", [(torch.float32, 1), (torch.bfloat16, 3)])
+def test_the_update_started_during_backward_commits_bit_for_bit(tmp_path, dtype, devices):
+    """From the second step on, the update starts during backward with the last step's
+    parameters-with-gradients and this step's hyper-parameters (an LR scheduler's), and step()
+    lets it commit: the reports say 'committed' for steps 2..8, except where the LR was changed
+    after backward (step 5: abandoned, run again from the arena; the next step is left out,
+    after which it commits again). Store bytes, parameters and the step counts equal the serial
+    path's (overlap_backward=False) bit for bit."""
+    x, y = make_data(seed=5, n=64)
+    outs = []
+    for overlap in (True, False):
+        model = make(dtype)
+        opt = ct.AdamW(groups(model), lr=3e-3, weight_decay=0.01,
+                       store=tmp_path / ("on" if overlap else "off"), devices=devices,
+                       overlap_backward=overlap)
+        outs.append((model, opt, run_scheduled(model, opt, x, y, 10, lr_between={4})))
+    (m_on, o_on, r_on), (m_off, o_off, r_off) = outs
+    spec = [r.get("speculation") for r in r_on]
+    assert spec[0] is None and spec[1:4] == ["committed"] * 3, spec
+    assert spec[4] == "abandoned: other hyper-parameters", spec
+    assert spec[5:] == ["committed"] * 5, spec
+    assert all("speculation" not in r for r in r_off)
+    for (n, a), b in zip(m_on.named_parameters(), m_off.parameters()):
+        assert torch.equal(a.view(torch.int16 if dtype == torch.bfloat16 else torch.int32),
+                           b.view(torch.int16 if dtype == torch.bfloat16 else torch.int32)), n
+    assert o_on.session.tensor_steps == o_off.session.tensor_steps
+    assert o_on.session.step_count == o_off.session.step_count == 10
+    del o_on, o_off
+    assert slot_files(tmp_path / "on") == slot_files(tmp_path / "off")
+
+
+def test_a_refused_speculative_step_leaves_the_parameters_unchanged(tmp_path):
+    """The divergence guard refuses a step whose update started during backward (and was
+    confirmed: the same gradients and hyper-parameters as expected): no parameter changes, the
+    store stays at its step, and the next step (finite) commits."""
+    model = make(torch.float32)
+    opt = ct.SGD(model.parameters(), lr=1e-3, store=tmp_path / "s", devices=2)
+    x, y = make_data(seed=5, n=64)
+    for _ in range(2):
+        opt.zero_grad(set_to_none=True)
+        loss_of(model, x, y).backward()
+        opt.step()
+    assert opt.last_report["speculation"] == "committed"
+    before = [p.detach().clone() for p in model.parameters()]
+    opt.param_groups[0]["lr"] = 3e38  # before backward: the speculation starts with it
+    opt.zero_grad(set_to_none=True)
+    (loss_of(model, x, y) * 1000).backward()
+    with pytest.raises(csdkit.DivergenceError):
+        opt.step()
+    assert opt.session.last_speculation == "failed"
+    for a, b in zip(model.parameters(), before):
+        assert torch.equal(a, b)
+    assert opt.session.step_count == 2
+    opt.param_groups[0]["lr"] = 1e-3
+    opt.zero_grad(set_to_none=True)
+    loss_of(model, x, y).backward()
+    opt.step()
+    assert opt.session.step_count == 3
+
+
+def test_the_update_starts_in_the_last_pass_of_gradient_accumulation(tmp_path):
+    """With two backward passes per step, the update starts at the first gradient of the second
+    pass (as many passes as the last step had), the first pass's copies superseded: step 2
+    (whose predecessor had one pass) abandons it when the second pass copies a gradient again,
+    steps 3..6 commit it; all equal to the serial path bit for bit."""
+    x, y = make_data(seed=5, n=64)
+    outs = []
+    for overlap in (True, False):
+        model = make(torch.float32)
+        opt = ct.AdamW(groups(model), lr=3e-3, store=tmp_path / ("on" if overlap else "off"),
+                       devices=2, overlap_backward=overlap)
+        reps = []
+        for i in range(6):
+            opt.zero_grad(set_to_none=True)
+            for half in (x[:32], x[32:]):
+                loss_of(model, half * (1.0 + 0.1 * i), y[:32]).backward()
+            opt.step()
+            reps.append(opt.last_report.get("speculation"))
+        outs.append((model, opt, reps))
+    (m_on, o_on, r_on), (m_off, o_off, r_off) = outs
+    assert r_on[0] is None and r_on[1].startswith("abandoned: tensor ") and \
+        "copied again" in r_on[1], r_on
+    assert r_on[2:] == ["committed"] * 4, r_on
+    for (n, a), b in zip(m_on.named_parameters(), m_off.parameters()):
+        assert torch.equal(a.view(torch.int32), b.view(torch.int32)), n
+    del o_on, o_off
+    assert slot_files(tmp_path / "on") == slot_files(tmp_path / "off")

@@ -58,6 +58,8 @@ nlohmann::json StepReport::ToJson() const {
           {"skipped", skipped},
           {"skip_reason", skip_reason},
           {"seconds", seconds},
+          {"started_at", started_at},
+          {"finished_at", finished_at},
           {"io_wait_seconds", io_seconds},
           {"compute_seconds", compute_seconds},
           {"virtual_seconds", virtual_seconds},
@@ -394,8 +396,10 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
     pending.clear();
     io += Since(t0);
   };
+  std::vector<Subgroup> order = store_.Subgroups(d);
+  if (o.reverse_subgroups) std::reverse(order.begin(), order.end());
   try {
-    for (const Subgroup& sg : store_.Subgroups(d)) {
+    for (const Subgroup& sg : order) {
       if (o.overlap ? sg.index % 2 != w : w != 0) continue;
       if (abort_) break;
       drain();  // this worker's buffers are about to be reused
@@ -421,6 +425,7 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
           dev.HostToDevice(s.val.data(), *bufs.b.grad, 0, static_cast<uint64_t>(nnz) * eb, &vc);
         }
       } else {
+        if (o.gradient_wait) o.gradient_wait(shard_base + sg.begin, sg.n);  // (not storage time)
         dev.HostToDevice(g.dense().data() + (shard_base + sg.begin) * eb, *bufs.b.grad, 0,
                          static_cast<uint64_t>(sg.n) * eb, &vc);
       }
@@ -535,6 +540,7 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       // The new checksums are the kernel's output CRC lanes, unless elements of tensors
       // without a gradient were restored over what it wrote (then a device-side CRC of the
       // result); then the deferred write-backs into the other slot.
+      if (o.before_write && do_io && o.phases == StepPhases::kAll) o.before_write();
       for (unsigned v = 0; v < bufs.state.size(); ++v) {
         if (o.phases == StepPhases::kAll) {
           (*crcs)[d][v][sg.index] = frozen.empty() && launches == 1
@@ -940,6 +946,11 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
     if (o.phases != StepPhases::kAll) {
       throw std::invalid_argument("step phases: only the smart mode can run partial phases");
     }
+    if (o.gradient_wait || o.before_write) {
+      throw std::invalid_argument("gradient wait / before write: only the smart mode takes "
+                                  "gradients as they become final; the baseline needs them all "
+                                  "at its start");
+    }
     // The work list interleaves the devices (subgroup 0 of every device, then subgroup 1, ...),
     // so that the threads, which take consecutive entries, read from all SSDs at once as a
     // RAID0 stripe does, instead of queueing on one device's SSD.
@@ -972,13 +983,17 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   for (auto& t : ts) t.join();
   if (err) std::rethrow_exception(err);
   if (o.phases == StepPhases::kAll) {
+    if (o.before_write) o.before_write();
     store_.Commit(crcs, &used, std::nullopt, store_.layout() ? &next_counts_ : nullptr);
     rep.warning = store_.durability_warning();
     have_weights_ = c.out != DType::kFp32 || o.fp32_weights_out;
     last_frozen_ = grads.frozen();
   }
   if (o.phases == StepPhases::kIoOnly) store_.SyncNextSlot();  // durability is part of the I/O
-  rep.seconds = Since(t0);
+  const auto t1 = Clock::now();
+  rep.seconds = std::chrono::duration<double>(t1 - t0).count();
+  rep.started_at = std::chrono::duration<double>(t0.time_since_epoch()).count();
+  rep.finished_at = std::chrono::duration<double>(t1.time_since_epoch()).count();
   rep.bytes = devices_.bytes() - before;
   rep.bytes[Link::kDeviceToHost] -= dump_read_bytes_;  // the dump's reads are not the step's
   rep.dumped_launches = dumped_;

@@ -468,6 +468,16 @@ class _StoreOptimizer(torch.optim.Optimizer):
         self._arena_index = {}   # id(parameter) -> layout entry, once the store is open
         self._arena_src = {}     # layout entry -> (gradient tensor, its _version) as queued
         self._arena_keep = []    # every tensor queued since the last step (kept alive for it)
+        # The update started during backward (Session.start_speculative), from the second
+        # step on: what the last arena step was (has_grad, loss scale, backward passes), the
+        # passes of this step so far and the layout entries seen in the current one, and how
+        # many steps to leave out after speculations that were abandoned.
+        self._spec_last = None
+        self._spec_passes = 0
+        self._spec_seen = set()
+        self._spec_started = False
+        self._spec_skip = 0
+        self._spec_misses = 0
         self._grad_hooks = []
         if self._overlap:
             for group in self.param_groups:
@@ -903,9 +913,43 @@ class _StoreOptimizer(torch.optim.Optimizer):
         if t is None or g is None or _is_dtensor(g) or g.device.type != "cpu" or g.is_sparse \
                 or g.dtype != p.dtype or g.shape != p.shape or not g.is_contiguous():
             return
+        if t in self._spec_seen or not self._spec_passes:
+            # A backward pass begins (several per step with gradient accumulation).
+            self._spec_passes += 1
+            self._spec_seen = set()
+        self._spec_seen.add(t)
+        if not self._spec_started and self._spec_last is not None \
+                and self._spec_passes == self._spec_last[2]:
+            self._spec_started = True
+            if self._start_speculation():
+                # The earlier passes' copies no longer count (the kit waits for this pass's);
+                # step() copies what this pass does not queue.
+                self._arena_src.clear()
         self._session.queue_fill(t, g)
         self._arena_src[t] = (g, g._version, _probe(g))
         self._arena_keep.append(g)
+
+    def _start_speculation(self):
+        """At the first gradient of this step's last backward pass (as many passes as the last
+        step had), starts the update in the kit with what the last step had -- the same
+        parameters with gradients, the same loss scale, no clipping, every gradient finite --
+        and this step's hyper-parameters. step() confirms it or has it abandoned (the result is
+        the same bit for bit). SmartUpdate only; after k abandoned ones in a row, the next
+        2^k - 1 steps (at most 63) are left out before the next try."""
+        if self._mode != "smart":
+            return False
+        if self._spec_skip > 0:
+            self._spec_skip -= 1
+            return False
+        has_grad, loss_scale, _ = self._spec_last
+        try:
+            hyper = [self._group_hyper(g) for g in self._store_groups()]
+            self._session.start_speculative(has_grad, group_hyper=hyper, loss_scale=loss_scale,
+                                            weights_out=[_local(p) for p in self._params],
+                                            mode=self._mode)
+        except Exception:  # pylint: disable=broad-except
+            return False  # step() finds and raises what is wrong
+        return True
 
     def _uses_arena(self):
         return (self._overlap and self._compress is None
@@ -927,13 +971,24 @@ class _StoreOptimizer(torch.optim.Optimizer):
                         or src[2] is None or src[2] != _probe(g):
                     sess.fill(t, g)
             self._marks = [time.perf_counter()]
-            return sess.step_arena(has_grad, group_hyper=hyper, weights_out=out,
-                                   mode=self._mode, loss_scale=loss_scale, found_inf=found_inf,
-                                   max_norm=self._max_grad_norm,
-                                   return_norm=self._max_grad_norm > 0)
+            rep = sess.step_arena(has_grad, group_hyper=hyper, weights_out=out,
+                                  mode=self._mode, loss_scale=loss_scale, found_inf=found_inf,
+                                  max_norm=self._max_grad_norm,
+                                  return_norm=self._max_grad_norm > 0)
+            spec = rep.get("speculation")
+            if spec is not None and spec != "committed":
+                self._spec_skip = min(64, 1 << self._spec_misses) - 1
+                self._spec_misses = min(self._spec_misses + 1, 6)
+            elif spec == "committed":
+                self._spec_misses = 0
+            self._spec_last = (has_grad, loss_scale, max(self._spec_passes, 1))
+            return rep
         finally:
             self._arena_src.clear()
             self._arena_keep.clear()
+            self._spec_passes = 0
+            self._spec_seen = set()
+            self._spec_started = False
 
     # -- the step ---------------------------------------------------------------------------
 
@@ -960,7 +1015,9 @@ class _StoreOptimizer(torch.optim.Optimizer):
         finiteness check, the runtime's step -- the report's 'seconds' --, the weights written
         to the parameters or, for CUDA, to the pinned buffers), 'weights_in' (CUDA: the copies
         back into the parameters, queued without waiting for them; compress=: also the
-        residual's update).
+        residual's update). 'seconds_in_step': the part of the runtime's step that ran inside
+        this call -- its 'seconds' unless the step started during backward (overlap_backward:
+        then from the binding's call on, by the report's 'started_at'/'finished_at').
         """
         t_enter = time.perf_counter()
         loss = None
@@ -993,6 +1050,9 @@ class _StoreOptimizer(torch.optim.Optimizer):
         if all(g is None for g in grads):
             self._arena_src.clear()
             self._arena_keep.clear()
+            self._spec_passes = 0
+            self._spec_seen = set()
+            self._spec_started = False
             return loss  # as torch.optim: nothing to update, no step counted
         if any(s is not None for s in self._staging):
             torch.cuda.synchronize()
@@ -1007,6 +1067,11 @@ class _StoreOptimizer(torch.optim.Optimizer):
                                      max_norm=self._max_grad_norm,
                                      return_norm=self._max_grad_norm > 0)
         self._marks.append(time.perf_counter())
+        # The part of the runtime's step inside this call (all of it, unless it started during
+        # backward): from the call's start on time.monotonic(), the report's clock.
+        rep["seconds_in_step"] = min(rep["seconds"], max(
+            0.0, rep["finished_at"] - max(rep["started_at"], time.monotonic() - (
+                self._marks[1] - self._marks[0]))))
         if not rep["skipped"]:
             for p, s, g in zip(map(_local, self._params), self._staging, grads):
                 if s is not None and g is not None:
@@ -1564,8 +1629,12 @@ _KIT_DOC = """
         overlap_backward (bool): hand CPU gradients to the kit as backward finishes each (a
             hook per parameter; the kit copies and checks them while backward goes on), so that
             step() makes no pass over them; a gradient changed after backward is read again at
-            step(). Bit for bit the step of overlap_backward=False. Default True; CUDA
-            parameters, compress= and csdkit.torch.distributed take the serial path.
+            step(). From the second step on (SmartUpdate), the kit's step itself starts during
+            backward, taking the last step's parameters-with-gradients, loss scale and no
+            clipping as given: step() lets it commit when that is what the step turns out to
+            be, else abandons it and steps again (last_report['speculation']). Bit for bit the
+            step of overlap_backward=False. Default True; CUDA parameters, compress= and
+            csdkit.torch.distributed take the serial path.
         fused (bool, optional): True folds torch.amp.GradScaler's unscale into the kit's step
             (GradScaler.step() hands itself over instead of unscaling first), as torch's fused
             optimizers do; trainers then refuse their own gradient clipping (Lightning's

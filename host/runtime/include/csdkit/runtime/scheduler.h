@@ -112,6 +112,22 @@ struct StepOptions {
   /// at once. A trainer hands them on while the devices go on (Scheduler::CopyWeightsRange) and
   /// takes them back if the step fails. May be empty; what it throws fails the step.
   std::function<void(uint64_t begin, uint64_t n)> weights_ready;
+  /// SmartUpdate with a dense gradient set: called by the worker about to send a subgroup's
+  /// gradient (elements [begin, begin + n) of the store's element space) to its device, before
+  /// it reads them; it returns once they are final (a trainer still in backward fills them as
+  /// they come) or throws to abandon the step (nothing is committed). May be empty. The
+  /// baseline refuses it.
+  std::function<void(uint64_t begin, uint64_t n)> gradient_wait;
+  /// SmartUpdate: called by a worker before it writes a subgroup's new state into the store's
+  /// other slot (the first write of the step's files: until then the step has read the store
+  /// and computed, nothing more), and once more before the commit; what it throws fails the
+  /// step with nothing written or committed. A speculative step (Session::StartSpeculative)
+  /// waits here for the trainer's word, so that an abandoned one leaves every byte of the
+  /// store as it was (the other slot keeps the state a rollback needs). May be empty.
+  std::function<void()> before_write;
+  /// SmartUpdate: each device takes its subgroups from the last to the first (backward
+  /// produces the gradients of a model's last tensors first). The state computed is the same.
+  bool reverse_subgroups = false;
 };
 
 struct StepReport {
@@ -120,6 +136,12 @@ struct StepReport {
   bool skipped = false;
   std::string skip_reason;
   double seconds = 0;        // wall time of the step, commit included
+  /// When the step's work began and when it ended (after the commit), in seconds of
+  /// std::chrono::steady_clock: on Linux CLOCK_MONOTONIC, the clock of Python's
+  /// time.monotonic(), so that a trainer can place the step against its own timeline (a step
+  /// started during backward). finished_at - started_at = seconds.
+  double started_at = 0;
+  double finished_at = 0;
   double io_seconds = 0;     // time workers waited for storage (summed over workers)
   double compute_seconds = 0;  // kernel time (summed over workers)
   double virtual_seconds = 0;  // link model estimate for SmartSSD hardware (0 if no model);
