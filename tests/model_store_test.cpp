@@ -411,6 +411,63 @@ TEST(ModelStore, TrainerGradientsInWeightsOut) {
   EXPECT_TRUE(std::isinf(ninf));
 }
 
+// From 16 MiB on the gather copies whole tensors on several threads: the transfer buffer, the
+// finiteness verdict and the norm are those of one pass per tensor in layout order, bit for bit
+// (per-tensor CopyTensorGradient into a buffer of its own, GradientNorm over the results), with
+// tensors without a gradient, group padding, a reused dirty buffer and a non-finite value.
+TEST(ModelStore, GatherOnSeveralThreadsEqualsOneTensorAtATime) {
+  std::vector<TensorSpec> specs;
+  for (unsigned t = 0; t < 41; ++t) {  // 41 tensors of 3 sizes in two groups: 6.6 M elements
+    specs.push_back({"t" + std::to_string(t), t % 3 == 0 ? 400009u : (t % 3 == 1 ? 65536u : 4099u),
+                     t < 30 ? 0u : 1u});
+  }
+  const ParamLayout l(specs);
+  StoreConfig c = AdamW(1);
+  c.grad = DType::kFp32;
+  c.out = DType::kFp32;
+  c.loss_scale = 1.0;
+  c.subgroup_elems = 1u << 20;
+  std::vector<float> w(l.total(), 0.0f);
+  Store a = Store::CreateForModel(TestDir("model_gather_threads"), c, l, {c.hyper, c.hyper},
+                                  w.data(), DType::kFp32);
+  SplitMix64 r{11};
+  std::vector<std::vector<float>> per(specs.size());
+  std::vector<const void*> ptrs;
+  uint64_t bytes = 0;
+  for (size_t t = 0; t < per.size(); ++t) {
+    per[t].resize(specs[t].numel);
+    for (float& x : per[t]) x = r.Uniform(-3, 3);
+    const bool none = t % 7 == 5;
+    ptrs.push_back(none ? nullptr : per[t].data());
+    if (!none) bytes += specs[t].numel * 4;
+  }
+  ASSERT_GE(bytes, 16ull << 20);  // the threaded gather's threshold
+  // The reference: one tensor at a time, into a zeroed buffer.
+  AlignedBuffer want(a.config().params * 4);
+  std::vector<TensorGradient> one;
+  for (size_t t = 0; t < ptrs.size(); ++t) {
+    if (ptrs[t] == nullptr) continue;
+    one.push_back(CopyTensorGradient(want.data() + l.offset(t) * 4, ptrs[t], specs[t].numel,
+                                     DType::kFp32, true));
+  }
+  double norm = 0;
+  AlignedBuffer dirty(a.config().params * 4);
+  std::memset(dirty.data(), 0x3f, dirty.size());
+  GradientSet g = GradientSet::Gather(a, ptrs, &norm, std::move(dirty));
+  EXPECT_TRUE(g.dense().SameBytes(want));
+  EXPECT_EQ(norm, GradientNorm(one));
+  std::string where;
+  EXPECT_TRUE(g.AllFinite(&where));
+  AlignedBuffer back = std::move(g).TakeBuffer();
+  per[34][65535] = std::numeric_limits<float>::quiet_NaN();  // a group-1 tensor's last element
+  double bad_norm = 0;
+  const GradientSet bad = GradientSet::Gather(a, ptrs, &bad_norm, std::move(back));
+  EXPECT_FALSE(bad.AllFinite(&where));
+  EXPECT_NE(where.find("element " + std::to_string(l.offset(34) + 65535)), std::string::npos)
+      << where;
+  EXPECT_TRUE(std::isinf(bad_norm));
+}
+
 // The committed bytes of variable v for flattened elements [b, e).
 std::string StateBytes(const Store& s, unsigned v, uint64_t b, uint64_t e) {
   std::string out;

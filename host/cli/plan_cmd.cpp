@@ -435,8 +435,9 @@ void AddPlanCommand(CLI::App& app) {
       out["overlap"] = {
           {"level", planner::OverlapName(level)},
           {"runtime_today",
-           "weights for CUDA parameters (their gradients staged at step()), grads for CPU "
-           "parameters with overlap_backward; step is issue 26's design, not implemented"}};
+           "weights for CUDA parameters (their gradients staged at step()); for CPU "
+           "parameters with overlap_backward grads, and step in SmartUpdate from the second "
+           "step when the update started during backward is confirmed (contiguous shards)"}};
       out["points"] = nlohmann::json::array();
       for (const PlanPoint& p : pts) {
         nlohmann::json j = p.ToJson();
@@ -512,8 +513,9 @@ void AddPlanCommand(CLI::App& app) {
                       p.bytes.Shared() / 1e9, p.bottleneck.c_str(), 100 * most);
         }
         std::printf("iteration at each overlap level, seconds (gain over serial); the runtime "
-                    "today: weights for CUDA parameters, grads for CPU ones; step: issue 26's "
-                    "design (%s shards), not implemented\n",
+                    "today: weights for CUDA parameters; for CPU ones grads, and step (contiguous "
+                    "shards, SmartUpdate) when the update started during backward is confirmed; "
+                    "this plan: %s shards\n",
                     planner::ShardOrderName(m.shard_order));
         std::printf("%4s %-9s %9s %17s %17s %17s\n", "N", "mode", "serial", "weights",
                     "grads", "step");

@@ -1,6 +1,7 @@
 #include "csdkit/runtime/gradients.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -181,9 +182,8 @@ GradientSet GradientSet::Gather(const Store& store, const std::vector<const void
   auto zero = [&](uint64_t from, uint64_t to) {
     if (reused && to > from) std::memset(g.dense_.data() + from * eb, 0, (to - from) * eb);
   };
-  std::vector<TensorGradient> per_tensor;
-  bool finite = true;
-  uint64_t end_prev = 0;
+  std::vector<size_t> with_grad;  // the tensors to copy, in layout order
+  uint64_t end_prev = 0, bytes = 0;
   for (size_t t = 0; t < grads.size(); ++t) {
     const uint64_t n = l->tensors()[t].numel, at = l->offset(t);
     zero(end_prev, at);  // group padding
@@ -193,11 +193,36 @@ GradientSet GradientSet::Gather(const Store& store, const std::vector<const void
       zero(at, at + n);
       continue;
     }
-    per_tensor.push_back(
-        CopyTensorGradient(g.dense_.data() + at * eb, grads[t], n, c.grad, l2norm != nullptr));
-    finite &= per_tensor.back().finite;
+    with_grad.push_back(t);
+    bytes += n * eb;
   }
   zero(end_prev, c.params);
+  // Each tensor's pass (copy, finiteness, its sum of squares in element order) is its own, so
+  // several threads take whole tensors and the results are those of one thread, bit for bit
+  // (GradientNorm adds the per-tensor sums in layout order). Below 16 MiB one thread.
+  std::vector<TensorGradient> per_tensor(with_grad.size());
+  auto copy_one = [&](size_t i) {
+    const size_t t = with_grad[i];
+    per_tensor[i] = CopyTensorGradient(g.dense_.data() + l->offset(t) * eb, grads[t],
+                                       l->tensors()[t].numel, c.grad, l2norm != nullptr);
+  };
+  const unsigned threads = static_cast<unsigned>(std::min<uint64_t>(
+      {bytes >= (16u << 20) ? std::max(1u, std::min(8u, std::thread::hardware_concurrency())) : 1u,
+       with_grad.size()}));
+  if (threads <= 1) {
+    for (size_t i = 0; i < with_grad.size(); ++i) copy_one(i);
+  } else {
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> pool;
+    for (unsigned k = 0; k < threads; ++k) {
+      pool.emplace_back([&] {
+        for (size_t i; (i = next.fetch_add(1)) < with_grad.size();) copy_one(i);
+      });
+    }
+    for (std::thread& th : pool) th.join();
+  }
+  bool finite = true;
+  for (const TensorGradient& r : per_tensor) finite &= r.finite;
   if (reused) {  // the capacity beyond the model, as a new buffer has it
     std::memset(g.dense_.data() + c.params * eb, 0, g.dense_.size() - c.params * eb);
   }
