@@ -109,11 +109,19 @@ foreach(cfg ${CSD_UPD_CONFIGS})
     TB_FTZ=${ftz}
     VM_TRACE=$<BOOL:${CSDKIT_RTL_TRACE}> VM_TRACE_FST=$<BOOL:${CSDKIT_RTL_TRACE}>)
 
+  # Every variant at Lanes 4 in the quick tests; at Lanes 16 one of each optimizer family
+  # (AdamW, Adam with L2, SGD with momentum, dampening and L2, Adagrad, Lion: 13-15 s each), the
+  # other five nightly.
   foreach(variant ${CSD_UPD_VARIANTS})
+    set(matrix_label "quick;rtl")
+    if(lanes EQUAL 16 AND
+       variant MATCHES "^(adamw_wd_t7|adam|sgd_mom_first|sgd_nesterov|sgd_plain)$")
+      set(matrix_label "nightly;rtl")
+    endif()
     add_test(NAME rtl_core_${name}_matrix_${variant}
              COMMAND ${tb} --suite matrix --variant ${variant})
     set_tests_properties(rtl_core_${name}_matrix_${variant} PROPERTIES
-                         LABELS "quick;rtl" TIMEOUT 600 COST 12)
+                         LABELS "${matrix_label}" TIMEOUT 600 COST 12)
   endforeach()
   add_test(NAME rtl_core_${name}_malformed COMMAND ${tb} --suite malformed)
   set_tests_properties(rtl_core_${name}_malformed PROPERTIES LABELS "quick;rtl"
