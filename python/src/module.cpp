@@ -300,6 +300,15 @@ class PySession {
     return out;
   }
 
+  // WeightsOut of an optional list (empty without one), and the option a store without a
+  // low-precision copy needs to send its fp32 weights back.
+  std::vector<void*> WeightsOutOf(const std::optional<py::list>& weights_out,
+                                  StepOptions* o) const {
+    if (!weights_out) return {};
+    o->fp32_weights_out = s_->store().config().out == DType::kFp32;
+    return WeightsOut(*weights_out);
+  }
+
   py::dict Step(const py::list& grads, std::optional<std::vector<py::dict>> group_hyper,
                 std::optional<double> loss_scale, bool found_inf, double clip_coef, double max_norm,
                 bool return_norm, std::optional<py::list> weights_out, const std::string& mode,
@@ -321,11 +330,7 @@ class PySession {
                  .data;
     }
     StepOptions o = Options(group_hyper, loss_scale, found_inf, clip_coef, mode, allow_nonfinite);
-    std::vector<void*> out;
-    if (weights_out) {
-      out = WeightsOut(*weights_out);
-      o.fp32_weights_out = st.config().out == DType::kFp32;
-    }
+    const std::vector<void*> out = WeightsOutOf(weights_out, &o);
     double norm = 0;
     StepReport rep;
     {
@@ -375,13 +380,8 @@ class PySession {
                      std::optional<double> loss_scale, bool found_inf, double clip_coef,
                      double max_norm, bool return_norm, std::optional<py::list> weights_out,
                      const std::string& mode, bool allow_nonfinite) {
-    const Store& st = s_->store();
     StepOptions o = Options(group_hyper, loss_scale, found_inf, clip_coef, mode, allow_nonfinite);
-    std::vector<void*> out;
-    if (weights_out) {
-      out = WeightsOut(*weights_out);
-      o.fp32_weights_out = st.config().out == DType::kFp32;
-    }
+    const std::vector<void*> out = WeightsOutOf(weights_out, &o);
     double norm = 0;
     StepReport rep;
     {
@@ -400,13 +400,8 @@ class PySession {
                         std::optional<double> loss_scale, double clip_coef,
                         std::optional<py::list> weights_out, const std::string& mode,
                         bool allow_nonfinite) {
-    const Store& st = s_->store();
     StepOptions o = Options(group_hyper, loss_scale, false, clip_coef, mode, allow_nonfinite);
-    std::vector<void*> out;
-    if (weights_out) {
-      out = WeightsOut(*weights_out);
-      o.fp32_weights_out = st.config().out == DType::kFp32;
-    }
+    const std::vector<void*> out = WeightsOutOf(weights_out, &o);
     py::gil_scoped_release nogil;
     s_->StartSpeculative(has_grad, o, weights_out ? &out : nullptr);
   }
@@ -478,11 +473,7 @@ class PySession {
       sg[all[k].device].push_back(std::move(g));
     }
     StepOptions o = Options(group_hyper, loss_scale, found_inf, clip_coef, mode, allow_nonfinite);
-    std::vector<void*> out;
-    if (weights_out) {
-      out = WeightsOut(*weights_out);
-      o.fp32_weights_out = st.config().out == DType::kFp32;
-    }
+    const std::vector<void*> out = WeightsOutOf(weights_out, &o);
     StepReport rep;
     {
       py::gil_scoped_release nogil;

@@ -101,15 +101,18 @@ StepReport Session::Step(const std::vector<const void*>& grads, const StepOption
   return StepDense(std::move(g), norm, o_in, max_norm, weights_out);
 }
 
+double Session::ClipCoef(const StepOptions& o, double norm, double max_norm) const {
+  if (max_norm <= 0) return o.clip_coef;
+  // The norm is of the gradient as given, i.e. times the loss scale. A non-finite norm gives
+  // clip 0 here, but such a gradient skips the step anyway.
+  const double ls = o.loss_scale ? *o.loss_scale : store_->config().loss_scale;
+  return std::min(1.0, max_norm / (norm / ls + 1e-6));
+}
+
 StepReport Session::StepDense(GradientSet g, double norm, const StepOptions& o_in,
                               double max_norm, const std::vector<void*>* weights_out) {
   StepOptions o = o_in;
-  if (max_norm > 0) {
-    // The norm is of the gradient as given, i.e. times the loss scale. A non-finite norm gives
-    // clip 0 here, but such a gradient skips the step anyway.
-    const double ls = o.loss_scale ? *o.loss_scale : store_->config().loss_scale;
-    o.clip_coef = std::min(1.0, max_norm / (norm / ls + 1e-6));
-  }
+  o.clip_coef = ClipCoef(o_in, norm, max_norm);
   StepReport rep;
   try {
     rep = StepWithWeightsOut(g, o, weights_out);
@@ -286,11 +289,7 @@ StepReport Session::StepArena(const std::vector<bool>& has_grad, const StepOptio
   last_speculation_.clear();
   if (spec_ != nullptr) {
     // StepDense's clip coefficient, to compare with the one the speculation runs with.
-    double coef = o_in.clip_coef;
-    if (max_norm > 0) {
-      const double ls = o_in.loss_scale ? *o_in.loss_scale : store_->config().loss_scale;
-      coef = std::min(1.0, max_norm / (norm / ls + 1e-6));
-    }
+    const double coef = ClipCoef(o_in, norm, max_norm);
     std::string why;
     {
       std::lock_guard<std::mutex> lk(fill_mu_);

@@ -135,6 +135,9 @@ class Session {
   /// What Step and StepArena share: the clip coefficient from `norm` and `max_norm`, the
   /// scheduler's step on `g` (whose buffer, the arena, comes back to gather_buf_ whatever
   /// happens), the weights out.
+  /// The step's clip coefficient: o.clip_coef, or with max_norm > 0 torch's
+  /// clip_grad_norm_ coefficient from `norm` (of the gradient times the loss scale).
+  double ClipCoef(const StepOptions& o, double norm, double max_norm) const;
   StepReport StepDense(GradientSet g, double norm, const StepOptions& o, double max_norm,
                        const std::vector<void*>* weights_out);
 

@@ -51,6 +51,13 @@ def slot_files(d):
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*.bin"))}
 
 
+def assert_same_bits(model_a, model_b):
+    """Every parameter of the two models equal bit for bit (as integers of their width)."""
+    for (n, a), b in zip(model_a.named_parameters(), model_b.parameters()):
+        bits = torch.int16 if a.dtype == torch.bfloat16 else torch.int32
+        assert torch.equal(a.view(bits), b.view(bits)), n
+
+
 def run(model, opt, x, y, plan):
     """Steps by `plan`: per step a set of tags. 'none': fc2.bias and head.weight get no gradient;
     'inf': a non-finite gradient value (the step is skipped); 'scale': every gradient halved in
@@ -105,9 +112,7 @@ def test_overlapped_equals_serial_bit_for_bit(tmp_path, dtype, devices):
         assert a["skipped"] == b["skipped"] and a["step"] == b["step"]
         if not a["skipped"]:
             assert a["grad_norm"] == b["grad_norm"]  # the same double, to the last bit
-    for (n, a), b in zip(m_on.named_parameters(), m_off.parameters()):
-        assert torch.equal(a.view(torch.int16 if dtype == torch.bfloat16 else torch.int32),
-                           b.view(torch.int16 if dtype == torch.bfloat16 else torch.int32)), n
+    assert_same_bits(m_on, m_off)
     sa, sb = o_on.session, o_off.session
     assert sa.step_count == sb.step_count == 7
     del o_on, o_off, sa, sb
@@ -255,9 +260,7 @@ def test_the_update_started_during_backward_commits_bit_for_bit(tmp_path, dtype,
     assert spec[4] == "abandoned: other hyper-parameters", spec
     assert spec[5:] == ["committed"] * 5, spec
     assert all("speculation" not in r for r in r_off)
-    for (n, a), b in zip(m_on.named_parameters(), m_off.parameters()):
-        assert torch.equal(a.view(torch.int16 if dtype == torch.bfloat16 else torch.int32),
-                           b.view(torch.int16 if dtype == torch.bfloat16 else torch.int32)), n
+    assert_same_bits(m_on, m_off)
     assert o_on.session.tensor_steps == o_off.session.tensor_steps
     assert o_on.session.step_count == o_off.session.step_count == 10
     del o_on, o_off
@@ -316,7 +319,6 @@ def test_the_update_starts_in_the_last_pass_of_gradient_accumulation(tmp_path):
     assert r_on[0] is None and r_on[1].startswith("abandoned: tensor ") and \
         "copied again" in r_on[1], r_on
     assert r_on[2:] == ["committed"] * 4, r_on
-    for (n, a), b in zip(m_on.named_parameters(), m_off.parameters()):
-        assert torch.equal(a.view(torch.int32), b.view(torch.int32)), n
+    assert_same_bits(m_on, m_off)
     del o_on, o_off
     assert slot_files(tmp_path / "on") == slot_files(tmp_path / "off")
