@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -292,6 +293,10 @@ class PySession {
     const DType od = st.config().out;  // kFp32 = no copy: the fp32 weights come back
     std::vector<void*> out;
     for (size_t t = 0; t < nt; ++t) {
+      if (weights_out[t].is_none()) {  // not written (the weights hook's caller copies it)
+        out.push_back(nullptr);
+        continue;
+      }
       out.push_back(ReadTensor(weights_out[t],
                                "weights_out[" + std::to_string(t) + "] (" + TensorName(st, t) + ")",
                                od, l.tensors()[t].numel, true)
@@ -339,6 +344,7 @@ class PySession {
     }
     py::dict d = JsonToPy(rep.ToJson());
     if (return_norm) d["grad_norm"] = norm;
+    AddHostBytes(d);
     return d;
   }
 
@@ -357,6 +363,77 @@ class PySession {
   }
 
   void QueueFill(size_t t, py::handle grad) { s_->QueueFill(t, ArenaSource(t, grad)); }
+
+  // A numpy array of `bytes` bytes at `data` that keeps this session alive.
+  py::array Bytes(const uint8_t* data, uint64_t bytes) {
+    return py::array(py::dtype("uint8"), {static_cast<py::ssize_t>(bytes)},
+                     {static_cast<py::ssize_t>(1)}, data, py::cast(this));
+  }
+
+  py::array GradArenaArray() {
+    void* a = nullptr;
+    {
+      py::gil_scoped_release nogil;  // (waits for a running speculation's lock)
+      a = s_->GradArena();
+    }
+    return Bytes(static_cast<const uint8_t*>(a), s_->GradArenaBytes());
+  }
+
+  py::object WeightsBufferArray() {
+    const uint8_t* w = s_->WeightsBuffer();
+    if (w == nullptr) return py::none();
+    const StoreConfig& c = s_->store().config();
+    return Bytes(w, c.params * (c.out != DType::kFp32 ? 2 : 4));
+  }
+
+  void BeginFill(size_t t) {
+    py::gil_scoped_release nogil;  // may wait for a speculation to stop
+    s_->BeginFill(t);
+  }
+
+  void EndFill(size_t t, std::optional<double> sumsq) {
+    std::optional<TensorGradient> r;
+    if (sumsq) {
+      r = TensorGradient{};
+      r->finite = std::isfinite(*sumsq);
+      r->sumsq = *sumsq;
+    }
+    s_->EndFill(t, r);
+  }
+
+  void SetWeightsHook(py::object hook) {
+    if (hook.is_none()) {
+      s_->SetWeightsHook(nullptr);
+      weights_hook_ = py::none();
+      return;
+    }
+    if (!PyCallable_Check(hook.ptr())) {
+      throw std::invalid_argument("weights hook: expected a callable (begin, n) or None, found "
+                                  "an object of type " +
+                                  py::str(py::type::handle_of(hook).attr("__name__"))
+                                      .cast<std::string>());
+    }
+    weights_hook_ = hook;
+    s_->SetWeightsHook([this](uint64_t begin, uint64_t n) {
+      py::gil_scoped_acquire gil;
+      try {
+        weights_hook_(begin, n);
+      } catch (py::error_already_set& e) {
+        throw std::runtime_error("weights hook: " + std::string(e.what()));
+      }
+    });
+  }
+
+  // The step's host byte counts (Session::last_host_bytes) into a report.
+  void AddHostBytes(py::dict& d) const {
+    const Session::HostBytes& b = s_->last_host_bytes();
+    py::dict h;
+    h["gradients_copied"] = b.gradients_copied;
+    h["gradients_received"] = b.gradients_received;
+    h["weights_written"] = b.weights_written;
+    h["weights_saved"] = b.weights_saved;
+    d["host_bytes"] = h;
+  }
 
   void Fill(size_t t, py::handle grad) {
     const void* src = ArenaSource(t, grad);
@@ -392,6 +469,7 @@ class PySession {
     py::dict d = JsonToPy(rep.ToJson());
     if (return_norm) d["grad_norm"] = norm;
     if (!s_->last_speculation().empty()) d["speculation"] = s_->last_speculation();
+    AddHostBytes(d);
     return d;
   }
 
@@ -479,7 +557,9 @@ class PySession {
       py::gil_scoped_release nogil;
       rep = s_->StepSparse(std::move(sg), std::move(frozen), o, weights_out ? &out : nullptr);
     }
-    return JsonToPy(rep.ToJson());
+    py::dict d = JsonToPy(rep.ToJson());
+    AddHostBytes(d);
+    return d;
   }
 
   py::list subgroups() const {
@@ -627,6 +707,7 @@ class PySession {
 
  private:
   std::shared_ptr<Session> s_;
+  py::object weights_hook_ = py::none();  // called with the GIL (SetWeightsHook)
 };
 
 // csdkit.torch.distributed.reshard's work (reshard.h). No device is opened: the stores' files
@@ -709,7 +790,12 @@ max_norm: > 0: clip by the global L2 norm like torch.nn.utils.clip_grad_norm_ (r
   clip_coef), from the norm computed while gathering.
 return_norm: add 'grad_norm' (L2 norm of the gradients as given) to the report.
 weights_out: one tensor per layout entry to receive the new weights (the store's out dtype, or
-  float32 for a store without a low-precision copy); tensors without a gradient are not written.
+  float32 for a store without a low-precision copy); tensors without a gradient are not written,
+  nor None entries (their weights are in weights_buffer(); see set_weights_hook).
+The report's 'host_bytes': bytes this session moved on the host for the step: gradients_copied
+(by the kit into its transfer buffer), gradients_received (written into the arena by the caller:
+begin_fill/end_fill), weights_written (into weights_out), weights_saved (what weights_out held,
+kept for the put-back of a failed step).
 mode: 'smart' (SmartUpdate) or 'baseline'.
 allow_nonfinite: commit the step even if it writes NaN or infinity into the weights or the
   optimizer state; by default such a step raises csdkit.DivergenceError (naming the device,
@@ -739,6 +825,29 @@ checked for finiteness and summed (squares, double) as it is copied. Returns at 
 tensor alive and unchanged until step_arena (or fill it again; the latest fill counts).)")
       .def("fill", &PySession::Fill, py::arg("t"), py::arg("grad"),
            "The same copy as queue_fill, done now in this thread (after t's queued fills).")
+      .def("grad_arena", &PySession::GradArenaArray,
+           R"(The gradient arena's bytes as a writable numpy uint8 array (it keeps the session
+alive): the model's elements in the store's order (tensor_offsets) and grad dtype, group padding
+zero. Written by the fills, and by the caller between begin_fill and end_fill.)")
+      .def("begin_fill", &PySession::BeginFill, py::arg("t"),
+           R"(An external fill of layout entry t: the caller is about to write t's slice of
+grad_arena() itself (e.g. a CUDA copy straight into it). A speculation that may have sent the
+slice (or takes t as without a gradient) is abandoned first. Until end_fill(t), step_arena,
+step and start_speculative refuse to run.)")
+      .def("end_fill", &PySession::EndFill, py::arg("t"), py::arg("sumsq"),
+           R"(Ends begin_fill(t): sumsq is the sum of squares of t's gradient (double), as the
+caller's own pass found it (non-finite: the gradient has a non-finite value); it counts as a
+fill of t with that norm and finiteness. None: the copy failed, t has no fill.)")
+      .def("weights_buffer", &PySession::WeightsBufferArray,
+           R"(The runtime's buffer of the last step's new weights as a numpy uint8 array (the
+store's out dtype, or float32 without a low-precision copy; the model's elements in store
+order), None before it exists. Rewritten during every step: read it from the weights hook or
+after a step that committed.)")
+      .def("set_weights_hook", &PySession::SetWeightsHook, py::arg("hook"),
+           R"(hook(begin, n) is called, with the GIL, as the new weights of elements
+[begin, begin + n) of the store's order reach weights_buffer() during a step (after they went
+into weights_out); from the runtime's worker threads, before the step commits. What it raises
+fails the step. None: no hook.)")
       .def("wait_fills", &PySession::WaitFills,
            "Waits for the queued fills; returns, per layout entry, whether it was filled since "
            "the last step.")

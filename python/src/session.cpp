@@ -33,6 +33,49 @@ bool SameHyper(const std::vector<OptimizerConfig>& a, const std::vector<Optimize
 
 }  // namespace
 
+// Closes the step's host byte count however the step ends.
+struct Session::ByteCountScope {
+  Session* s;
+  ~ByteCountScope() { s->CloseHostBytes(); }
+};
+
+void Session::CloseHostBytes() {
+  last_host_bytes_.gradients_copied = grad_copied_.exchange(0);
+  last_host_bytes_.gradients_received = grad_received_.exchange(0);
+  last_host_bytes_.weights_written = weights_written_.exchange(0);
+  last_host_bytes_.weights_saved = weights_saved_.exchange(0);
+}
+
+void Session::HandWeights(const std::vector<void*>& out, uint64_t begin, uint64_t n,
+                          const std::vector<std::pair<uint64_t, uint64_t>>& frozen,
+                          std::mutex& mu, std::vector<std::pair<uint64_t, uint64_t>>& handed) {
+  const uint64_t bytes = scheduler_->CopyWeightsRange(out, begin, n, frozen, saved_weights_.data());
+  weights_written_ += bytes;
+  weights_saved_ += bytes;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    handed.emplace_back(begin, n);  // (before the hook: what it throws puts this back too)
+  }
+  if (weights_hook_) weights_hook_(begin, n);
+}
+
+const uint8_t* Session::WeightsBuffer() const {
+  const AlignedBuffer& b = store_->config().out != DType::kFp32 ? scheduler_->weights16()
+                                                                : scheduler_->weights32();
+  return b.size() == 0 ? nullptr : b.data();
+}
+
+void Session::CheckNoExternalFill(const char* what) {
+  std::lock_guard<std::mutex> lk(fill_mu_);
+  for (size_t t = 0; t < filling_.size(); ++t) {
+    if (filling_[t]) {
+      throw std::logic_error(std::string(what) + ": the external fill of tensor " +
+                             std::to_string(t) + " ('" + store_->layout()->tensors()[t].name +
+                             "') was begun and not ended (EndFill)");
+    }
+  }
+}
+
 std::unique_ptr<Session> Session::Create(const std::string& dir, const ParamLayout& layout,
                                          StoreConfig cfg,
                                          const std::vector<OptimizerConfig>& groups,
@@ -85,8 +128,17 @@ Session::~Session() {
 
 StepReport Session::Step(const std::vector<const void*>& grads, const StepOptions& o_in,
                          double max_norm, double* l2norm, const std::vector<void*>* weights_out) {
+  CheckNoExternalFill("step");
+  const ByteCountScope count{this};
   last_speculation_.clear();
   Abandon("a step with gathered gradients came instead");
+  {
+    const ParamLayout& l = *store_->layout();
+    const unsigned eb = DTypeBytes(store_->config().grad);
+    for (size_t t = 0; t < grads.size() && t < l.tensors().size(); ++t) {
+      if (grads[t] != nullptr) grad_copied_ += l.tensors()[t].numel * eb;
+    }
+  }
   if (filler_.joinable()) {
     // The gather writes the whole arena: queued fills finish first, and count no more.
     WaitFills();
@@ -128,7 +180,7 @@ StepReport Session::StepDense(GradientSet g, double norm, const StepOptions& o_i
 StepReport Session::StepWithWeightsOut(const GradientSet& g, StepOptions o,
                                        const std::vector<void*>* weights_out) {
   if (weights_out == nullptr) return scheduler_->Step(g, o);
-  scheduler_->CheckWeightsOut(*weights_out);  // before anything is written
+  scheduler_->CheckWeightsOut(*weights_out, true);  // before anything is written
   const StoreConfig& c = store_->config();
   const uint64_t bytes = c.params * (c.out != DType::kFp32 ? 2 : 4);
   if (saved_weights_.size() < bytes) saved_weights_ = AlignedBuffer(bytes);
@@ -139,9 +191,7 @@ StepReport Session::StepWithWeightsOut(const GradientSet& g, StepOptions o,
   // the worker that brought them, while the devices go on with the rest; what the tensors held
   // there is kept, so that a step that fails after that puts it back.
   o.weights_ready = [&](uint64_t begin, uint64_t n) {
-    scheduler_->CopyWeightsRange(*weights_out, begin, n, frozen, saved_weights_.data());
-    std::lock_guard<std::mutex> lock(mu);
-    handed.emplace_back(begin, n);
+    HandWeights(*weights_out, begin, n, frozen, mu, handed);
   };
   try {
     return scheduler_->Step(g, o);
@@ -165,6 +215,7 @@ void* Session::GradArena() {
     const size_t nt = store_->layout()->tensors().size();
     filled_.assign(nt, std::nullopt);
     slice_dirty_.assign(nt, false);
+    filling_.assign(nt, false);
   }
   if (!filler_.joinable()) filler_ = std::thread([this] { FillerLoop(); });
   return arena_;
@@ -182,30 +233,66 @@ void Session::CheckTensorIndex(size_t t) const {
   }
 }
 
+void Session::BeforeSliceChanges(size_t t) {
+  const ParamLayout& l = *store_->layout();
+  std::unique_lock<std::mutex> lk(fill_mu_);
+  if (spec_ != nullptr && !spec_->confirmed) {
+    // A slice the speculation may have sent already (a tensor filled again), or one it takes
+    // as without a gradient: it cannot commit. It is stopped before the slice changes.
+    if (!spec_->abandoned && (filled_[t] || filling_[t] || !spec_->has_grad[t])) {
+      spec_->invalid = "tensor " + std::to_string(t) + " ('" + l.tensors()[t].name + "') " +
+                       (filled_[t] || filling_[t]
+                            ? "was copied again (its gradient changed after backward had "
+                              "handed it over)"
+                            : "has a gradient; the last step's had none");
+      spec_->abandoned = true;
+      spec_cv_.notify_all();
+    }
+    if (spec_->abandoned) spec_cv_.wait(lk, [&] { return spec_ == nullptr || spec_->finished; });
+  }
+}
+
 void Session::DoFill(size_t t, const void* src) {
   const ParamLayout& l = *store_->layout();
   const DType dt = store_->config().grad;
-  {
-    std::unique_lock<std::mutex> lk(fill_mu_);
-    if (spec_ != nullptr && !spec_->confirmed) {
-      // A slice the speculation may have sent already (a tensor filled again), or one it takes
-      // as without a gradient: it cannot commit. It is stopped before the slice changes.
-      if (!spec_->abandoned && (filled_[t] || !spec_->has_grad[t])) {
-        spec_->invalid = "tensor " + std::to_string(t) + " ('" + l.tensors()[t].name + "') " +
-                         (filled_[t] ? "was copied again (its gradient changed after backward "
-                                       "had handed it over)"
-                                     : "has a gradient; the last step's had none");
-        spec_->abandoned = true;
-        spec_cv_.notify_all();
-      }
-      if (spec_->abandoned) spec_cv_.wait(lk, [&] { return spec_ == nullptr || spec_->finished; });
-    }
-  }
+  BeforeSliceChanges(t);
   const TensorGradient r = CopyTensorGradient(arena_ + l.offset(t) * DTypeBytes(dt), src,
                                               l.tensors()[t].numel, dt, true);
+  grad_copied_ += l.tensors()[t].numel * DTypeBytes(dt);
   std::lock_guard<std::mutex> lk(fill_mu_);
   filled_[t] = r;
   slice_dirty_[t] = true;
+  spec_cv_.notify_all();
+}
+
+void Session::BeginFill(size_t t) {
+  CheckTensorIndex(t);
+  GradArena();
+  WaitFills();  // a queued fill of t must not land after this one
+  BeforeSliceChanges(t);
+  std::lock_guard<std::mutex> lk(fill_mu_);
+  if (filling_[t]) {
+    throw std::logic_error("BeginFill: the external fill of tensor " + std::to_string(t) + " ('" +
+                           store_->layout()->tensors()[t].name + "') was already begun");
+  }
+  filling_[t] = true;
+  filled_[t] = std::nullopt;  // not ready until EndFill
+  slice_dirty_[t] = true;
+}
+
+void Session::EndFill(size_t t, std::optional<TensorGradient> r) {
+  CheckTensorIndex(t);
+  const ParamLayout& l = *store_->layout();
+  std::lock_guard<std::mutex> lk(fill_mu_);
+  if (filling_.empty() || !filling_[t]) {
+    throw std::logic_error("EndFill: no external fill of tensor " + std::to_string(t) + " ('" +
+                           l.tensors()[t].name + "') was begun");
+  }
+  filling_[t] = false;
+  if (r) {
+    filled_[t] = r;
+    grad_received_ += l.tensors()[t].numel * DTypeBytes(store_->config().grad);
+  }
   spec_cv_.notify_all();
 }
 
@@ -264,6 +351,8 @@ StepReport Session::StepArena(const std::vector<bool>& has_grad, const StepOptio
                               double max_norm, double* l2norm,
                               const std::vector<void*>* weights_out) {
   WaitFills();
+  CheckNoExternalFill("step_arena");
+  const ByteCountScope count{this};
   const ParamLayout& l = *store_->layout();
   if (has_grad.size() != l.tensors().size()) {
     Abandon("");
@@ -309,9 +398,7 @@ StepReport Session::StepArena(const std::vector<bool>& has_grad, const StepOptio
       }
       spec_cv_.notify_all();
       for (const auto& [begin, n] : pending) {
-        scheduler_->CopyWeightsRange(s.out, begin, n, s.grads->frozen(), saved_weights_.data());
-        std::lock_guard<std::mutex> lk(fill_mu_);
-        s.handed.emplace_back(begin, n);
+        HandWeights(s.out, begin, n, s.grads->frozen(), fill_mu_, s.handed);
       }
       s.thread.join();
       gather_buf_ = std::move(*s.grads).TakeBuffer();
@@ -376,6 +463,7 @@ void Session::StartSpeculative(const std::vector<bool>& has_grad, const StepOpti
   Abandon("another speculation was started");
   GradArena();
   WaitFills();  // the slices below are not being written
+  CheckNoExternalFill("start_speculative");
   const ParamLayout& l = *store_->layout();
   if (has_grad.size() != l.tensors().size()) {
     throw std::invalid_argument("has_grad: expected one flag per layout entry (" +
@@ -390,7 +478,7 @@ void Session::StartSpeculative(const std::vector<bool>& has_grad, const StepOpti
   sp->has_grad = has_grad;
   sp->o = o_in;
   if (weights_out != nullptr) {
-    scheduler_->CheckWeightsOut(*weights_out);
+    scheduler_->CheckWeightsOut(*weights_out, true);
     const StoreConfig& c = store_->config();
     const uint64_t bytes = c.params * (c.out != DType::kFp32 ? 2 : 4);
     if (saved_weights_.size() < bytes) saved_weights_ = AlignedBuffer(bytes);
@@ -431,9 +519,7 @@ void Session::StartSpeculative(const std::vector<bool>& has_grad, const StepOpti
           return;
         }
       }
-      scheduler_->CopyWeightsRange(s->out, begin, n, s->grads->frozen(), saved_weights_.data());
-      std::lock_guard<std::mutex> lk(fill_mu_);
-      s->handed.emplace_back(begin, n);
+      HandWeights(s->out, begin, n, s->grads->frozen(), fill_mu_, s->handed);
     };
   }
   {
@@ -501,6 +587,7 @@ void Session::Abandon(const std::string& why) {
 StepReport Session::StepSparse(std::vector<std::vector<SparseGrad>> streams,
                                std::vector<std::pair<uint64_t, uint64_t>> frozen,
                                const StepOptions& o, const std::vector<void*>* weights_out) {
+  const ByteCountScope count{this};
   last_speculation_.clear();
   Abandon("a step with Top-K gradients came instead");
   const GradientSet g = GradientSet::FromStreams(*store_, std::move(streams), std::move(frozen));

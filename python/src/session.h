@@ -4,7 +4,9 @@
 #ifndef CSDKIT_PYTHON_SESSION_H_
 #define CSDKIT_PYTHON_SESSION_H_
 
+#include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -71,6 +73,34 @@ class Session {
   void QueueFill(size_t t, const void* src);
   /// Copies tensor t's gradient into the arena now, in this thread (after the queued fills of t).
   void Fill(size_t t, const void* src);
+  /// An external fill: the caller writes tensor t's slice of the arena itself (a CUDA
+  /// device-to-host copy straight into it) between BeginFill(t) and EndFill(t, r), where r is
+  /// what its own pass over the gradient found (finiteness and sum of squares, e.g. computed on
+  /// the GPU). BeginFill does what a fill does before it changes the slice (a speculation that
+  /// may have sent it is abandoned first); EndFill with r counts the fill as Fill's would, with
+  /// std::nullopt (the copy failed) the tensor is left without one. Between the two, StepArena,
+  /// Step and StartSpeculative refuse to run (std::logic_error naming the tensor).
+  void BeginFill(size_t t);
+  void EndFill(size_t t, std::optional<TensorGradient> r);
+  /// Called with each range of elements [begin, begin + n) of the store's element space whose
+  /// new weights were handed out (into weights_out, or, for null entries, only this call): a
+  /// trainer that takes its weights from weights16()/weights32() starts its own copies here.
+  /// From the worker threads (and the thread of StepArena), before the step commits; what it
+  /// throws fails the step. Empty: none.
+  void SetWeightsHook(std::function<void(uint64_t, uint64_t)> hook) { weights_hook_ = std::move(hook); }
+  /// The runtime's buffer of the last step's weights (the store's out dtype, or fp32 weights
+  /// with StepOptions::fp32_weights_out), P elements in store order; it is written during
+  /// every step. Null before it exists (fp32 weights: before the first step that asks for them).
+  const uint8_t* WeightsBuffer() const;
+  /// The bytes this session moved on the host for the last step (since the step before it):
+  /// gradients copied into the arena by the kit (fills, the gather), gradients written into it
+  /// by the caller (external fills), new weights copied into the trainer's tensors and the
+  /// copies of what they held (kept for the put-back of a failed step).
+  struct HostBytes {
+    uint64_t gradients_copied = 0, gradients_received = 0, weights_written = 0,
+             weights_saved = 0;
+  };
+  const HostBytes& last_host_bytes() const { return last_host_bytes_; }
   /// Waits for the queued fills; true when tensor t was filled since the last StepArena.
   std::vector<bool> WaitFills();
   /// One optimizer step from the arena: `has_grad[t]` says which tensors have a gradient this
@@ -160,7 +190,11 @@ class Session {
     const void* src;
   };
   void FillerLoop();
+  /// What a fill of t does before it changes the slice: a speculation that may have sent it
+  /// (or takes t as without a gradient) is abandoned and waited for.
+  void BeforeSliceChanges(size_t t);
   void DoFill(size_t t, const void* src);
+  struct ByteCountScope;
   void CheckTensorIndex(size_t t) const;
   std::mutex fill_mu_;
   std::condition_variable fill_cv_, fill_done_cv_;
@@ -169,6 +203,20 @@ class Session {
   bool filler_stop_ = false;
   std::thread filler_;
   std::vector<std::optional<TensorGradient>> filled_;  // since the last StepArena
+  std::vector<bool> filling_;  // an external fill begun and not ended
+  /// std::logic_error when an external fill is under way (fill_mu_ not held).
+  void CheckNoExternalFill(const char* what);
+  /// Closes the step's byte count (last_host_bytes_) and starts the next.
+  void CloseHostBytes();
+  /// CopyWeightsRange with the byte count, the range noted in `handed` (under `mu`) for a
+  /// put-back, then the weights hook.
+  void HandWeights(const std::vector<void*>& out, uint64_t begin, uint64_t n,
+                   const std::vector<std::pair<uint64_t, uint64_t>>& frozen, std::mutex& mu,
+                   std::vector<std::pair<uint64_t, uint64_t>>& handed);
+  std::function<void(uint64_t, uint64_t)> weights_hook_;
+  std::atomic<uint64_t> grad_copied_{0}, grad_received_{0}, weights_written_{0},
+      weights_saved_{0};
+  HostBytes last_host_bytes_;
   std::vector<bool> slice_dirty_;  // a fill wrote the slice since it was last zeroed
   std::exception_ptr fill_error_;
   uint8_t* arena_ = nullptr;  // gather_buf_'s bytes, also while a speculation holds the buffer

@@ -1003,7 +1003,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   return rep;
 }
 
-void Scheduler::CheckWeightsOut(const std::vector<void*>& dst) const {
+void Scheduler::CheckWeightsOut(const std::vector<void*>& dst, bool allow_missing) const {
   const ParamLayout* l = store_.layout();
   if (l == nullptr) {
     throw std::invalid_argument("weights out: expected a store created for a model, found '" +
@@ -1015,7 +1015,7 @@ void Scheduler::CheckWeightsOut(const std::vector<void*>& dst) const {
                                 std::to_string(dst.size()));
   }
   for (size_t t = 0; t < dst.size(); ++t) {
-    if (dst[t] == nullptr) {
+    if (dst[t] == nullptr && !allow_missing) {
       throw std::invalid_argument("weights out: tensor " + std::to_string(t) + " '" +
                                   l->tensors()[t].name + "': expected a destination, found none");
     }
@@ -1035,7 +1035,7 @@ namespace {
 
 // Calls fn(tensor bytes, offset in the store's element space, elements) for each part of a
 // tensor of `l` within [begin, begin + n), but tensors listed in `frozen` (no gradient this
-// step: the trainer's copy is already theirs).
+// step: the trainer's copy is already theirs) and those without a destination.
 template <typename Fn>
 void ForEachTensorPart(const ParamLayout& l, const std::vector<void*>& dst, uint64_t begin,
                        uint64_t n, unsigned eb,
@@ -1043,7 +1043,7 @@ void ForEachTensorPart(const ParamLayout& l, const std::vector<void*>& dst, uint
   const uint64_t end = begin + n;
   for (size_t t = 0; t < dst.size(); ++t) {
     const uint64_t lo = l.offset(t), hi = lo + l.tensors()[t].numel;
-    if (hi <= begin || lo >= end) continue;
+    if (hi <= begin || lo >= end || dst[t] == nullptr) continue;
     if (std::find(frozen.begin(), frozen.end(), std::make_pair(lo, hi)) != frozen.end()) continue;
     const uint64_t a = std::max(lo, begin), z = std::min(hi, end);
     fn(static_cast<uint8_t*>(dst[t]) + (a - lo) * eb, a, z - a);
@@ -1052,17 +1052,20 @@ void ForEachTensorPart(const ParamLayout& l, const std::vector<void*>& dst, uint
 
 }  // namespace
 
-void Scheduler::CopyWeightsRange(const std::vector<void*>& dst, uint64_t begin, uint64_t n,
-                                 const std::vector<std::pair<uint64_t, uint64_t>>& frozen,
-                                 uint8_t* saved) const {
+uint64_t Scheduler::CopyWeightsRange(const std::vector<void*>& dst, uint64_t begin, uint64_t n,
+                                     const std::vector<std::pair<uint64_t, uint64_t>>& frozen,
+                                     uint8_t* saved) const {
   const bool low = store_.config().out != DType::kFp32;
   const unsigned eb = low ? 2 : 4;
   const uint8_t* src = (low ? weights16_ : weights32_).data();
+  uint64_t bytes = 0;
   ForEachTensorPart(*store_.layout(), dst, begin, n, eb, frozen,
                     [&](uint8_t* to, uint64_t at, uint64_t count) {
                       if (saved != nullptr) std::memcpy(saved + at * eb, to, count * eb);
                       std::memcpy(to, src + at * eb, count * eb);
+                      bytes += count * eb;
                     });
+  return bytes;
 }
 
 void Scheduler::PutBackWeightsRange(const std::vector<void*>& dst, uint64_t begin, uint64_t n,

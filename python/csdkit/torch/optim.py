@@ -46,6 +46,7 @@ from torch.optim.optimizer import required
 
 import csdkit
 
+from ._cuda_arena import CudaArena
 from .compress import TopK
 
 __all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion"]
@@ -455,6 +456,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         self._layout = None      # [(name, numel, group)]
         self._shapes = None      # their shapes
         self._staging = None     # per parameter: None (CPU) or (pinned grad, pinned weights)
+        self._cuda = None        # CudaArena: every parameter on one CUDA device, no compress=
         #: The report of the last step as a dict (csdkit StepReport; with max_grad_norm also
         #: 'grad_norm', the gradients' global L2 norm before clipping; 'host_seconds', see
         #: step()), or None before any.
@@ -630,13 +632,23 @@ class _StoreOptimizer(torch.optim.Optimizer):
                     self._store_dir, layout, hyper, weights, optimizer=self._optimizer,
                     devices=self._devices, backend=self._backend,
                     device_mem=self._device_mem, link_model=self._link_model)
+        local = [_local(p) for p in params]
         staging = []
-        for p in map(_local, params):
-            if p.device.type == "cpu":
-                staging.append(None)
-            else:
-                pin = dict(dtype=p.dtype, pin_memory=True)
-                staging.append((torch.empty(p.numel(), **pin), torch.empty(p.numel(), **pin)))
+        if self._compress is None and local and all(p.is_cuda for p in local) \
+                and len({p.device for p in local}) == 1:
+            # Gradients straight into the session's arena, weights straight from its buffer.
+            staging = [None] * len(local)
+            self._cuda = CudaArena(session, local, session.tensor_offsets, local[0].device)
+            cuda = weakref.ref(self._cuda)  # (the session must not keep the arena alive)
+            session.set_weights_hook(lambda begin, n: cuda().on_weights(begin, n))
+        else:
+            for p in local:
+                if p.device.type == "cpu":
+                    staging.append(None)
+                else:
+                    pin = dict(dtype=p.dtype, pin_memory=True)
+                    staging.append((torch.empty(p.numel(), **pin),
+                                    torch.empty(p.numel(), **pin)))
         self._session, self._params, self._layout = session, params, layout
         self._shapes = [tuple(_local(p).shape) for p in params]
         self._staging = staging
@@ -661,7 +673,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
             if not torch.equal(mine, store):
                 i = int((mine != store).nonzero()[0])
                 step = self._session.step_count
-                self._session = None  # closes the store (and releases its lock)
+                self._drop_session()  # closes the store (and releases its lock)
                 self._weights_checked = False
                 raise csdkit.StoreError(
                     "store '{}' (committed step {}): expected the model's weights, found "
@@ -719,7 +731,17 @@ class _StoreOptimizer(torch.optim.Optimizer):
         self._grad_hooks.clear()
         self._arena_src.clear()
         self._arena_keep.clear()
-        self._session = None  # the session's destructor closes the devices and the store
+        self._drop_session()  # the session's destructor closes the devices and the store
+
+    def _drop_session(self):
+        """Lets the session go (its destructor closes the devices and the store), after the
+        CUDA copies into and out of its buffers."""
+        if self._cuda is not None:
+            self._cuda.close()
+            self._cuda = None
+        if self._session is not None:
+            self._session.set_weights_hook(None)
+        self._session = None
 
     @property
     def closed(self):
@@ -868,7 +890,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 _remove_store_files(tmp, devices, vars_)
             raise
         # The store path names the grown store now; tmp the old one, still open here.
-        self._session = None  # closes the old store
+        self._drop_session()  # closes the old store
         self._arena_src.clear()
         self._arena_keep.clear()
         self._flat_acc = None
@@ -910,8 +932,11 @@ class _StoreOptimizer(torch.optim.Optimizer):
             return
         t = self._arena_index.get(id(p))
         g = p.grad
-        if t is None or g is None or _is_dtensor(g) or g.device.type != "cpu" or g.is_sparse \
-                or g.dtype != p.dtype or g.shape != p.shape or not g.is_contiguous():
+        cuda = self._cuda is not None and g is not None and g.is_cuda \
+            and g.device == self._cuda.device
+        if t is None or g is None or _is_dtensor(g) or not (cuda or g.device.type == "cpu") \
+                or g.is_sparse or g.dtype != p.dtype or g.shape != p.shape \
+                or not g.is_contiguous():
             return
         if t in self._spec_seen or not self._spec_passes:
             # A backward pass begins (several per step with gradient accumulation).
@@ -925,6 +950,10 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 # The earlier passes' copies no longer count (the kit waits for this pass's);
                 # step() copies what this pass does not queue.
                 self._arena_src.clear()
+        if cuda:
+            self._cuda.queue(t, g)
+            self._arena_src[t] = (g, g._version, None)
+            return
         self._session.queue_fill(t, g)
         self._arena_src[t] = (g, g._version, _probe(g))
         self._arena_keep.append(g)
@@ -944,32 +973,56 @@ class _StoreOptimizer(torch.optim.Optimizer):
         has_grad, loss_scale, _ = self._spec_last
         try:
             hyper = [self._group_hyper(g) for g in self._store_groups()]
+            if self._cuda is not None:
+                self._cuda.finish()  # the earlier passes' copies end first
             self._session.start_speculative(has_grad, group_hyper=hyper, loss_scale=loss_scale,
-                                            weights_out=[_local(p) for p in self._params],
-                                            mode=self._mode)
+                                            weights_out=self._weights_out(), mode=self._mode)
         except Exception:  # pylint: disable=broad-except
             return False  # step() finds and raises what is wrong
         return True
 
     def _uses_arena(self):
-        return (self._overlap and self._compress is None
-                and all(s is None for s in self._staging))
+        return self._cuda is not None or (self._overlap and self._compress is None
+                                          and all(s is None for s in self._staging))
 
-    def _step_arena(self, grads, hyper, out, loss_scale, found_inf):
+    def _weights_out(self):
+        """The session's weights_out: the parameters (CPU), their pinned staging buffers
+        (CUDA without the arena), None for the arena's (they take theirs from the GPU buffer)."""
+        if self._cuda is not None:
+            return [None] * len(self._params)
+        return [_local(p) if s is None else s[1] for p, s in zip(self._params, self._staging)]
+
+    def _step_arena(self, grads, hyper, out, loss_scale, found_inf, stale=False):
         """The dense step from the gradient arena: each gradient queued during backward is
         used as it was copied, unless the tensor changed since (another tensor in p.grad, or
         one modified in place: clip_grad_norm_, GradScaler.unscale_, a second backward of
-        gradient accumulation), which is copied again now."""
+        gradient accumulation), which is copied again now. CUDA gradients (CudaArena): a
+        version bump or another tensor is seen here, a change in place without one by its
+        norm (CudaArena.changed); `stale`: every one is copied again (GradScaler.unscale_ ran,
+        which bumps no version)."""
         sess = self._session
+        cu = self._cuda
         has_grad = [g is not None for g in grads]
         try:
+            kept = []  # CUDA entries whose copy during backward stands so far
             for t, g in enumerate(grads):
                 if g is None:
                     continue
                 src = self._arena_src.get(t)
-                if src is None or src[0] is not g or src[1] != g._version \
+                if cu is not None and g.is_cuda:
+                    if stale or src is None or src[0] is not g or src[1] != g._version:
+                        cu.queue(t, g)
+                    else:
+                        kept.append(t)
+                elif src is None or src[0] is not g or src[1] != g._version \
                         or src[2] is None or src[2] != _probe(g):
                     sess.fill(t, g)
+            if cu is not None:
+                cu.finish()
+                for t in cu.changed(kept, [grads[t] for t in kept]):
+                    cu.queue(t, grads[t])
+                cu.finish()
+                cu.before_step()
             self._marks = [time.perf_counter()]
             rep = sess.step_arena(has_grad, group_hyper=hyper, weights_out=out,
                                   mode=self._mode, loss_scale=loss_scale, found_inf=found_inf,
@@ -984,6 +1037,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
             self._spec_last = (has_grad, loss_scale, max(self._spec_passes, 1))
             return rep
         finally:
+            if cu is not None:
+                cu.abort()  # (nothing left after a step; after an error, what was announced)
             self._arena_src.clear()
             self._arena_keep.clear()
             self._spec_passes = 0
@@ -1027,10 +1082,11 @@ class _StoreOptimizer(torch.optim.Optimizer):
         for group in self.param_groups:
             self._check_group(group)
         self._ensure_session()
-        loss_scale, found_inf, scaler_state = None, False, None
+        loss_scale, found_inf, scaler_state, unscaled = None, False, None, False
         if grad_scaler is not None:
             scaler_state = grad_scaler._per_optimizer_states[id(self)]
             if scaler_state["stage"].name == "UNSCALED":
+                unscaled = True
                 # scaler.unscale_(self) ran (e.g. before clip_grad_norm_): the gradients are
                 # unscaled and its inf check is recorded.
                 loss_scale = 1.0
@@ -1048,6 +1104,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
         arena = self._uses_arena()
         grads = self._checked_grads(staged=True)  # (the arena path has no CUDA staging)
         if all(g is None for g in grads):
+            if self._cuda is not None:
+                self._cuda.abort()
             self._arena_src.clear()
             self._arena_keep.clear()
             self._spec_passes = 0
@@ -1057,9 +1115,9 @@ class _StoreOptimizer(torch.optim.Optimizer):
         if any(s is not None for s in self._staging):
             torch.cuda.synchronize()
         hyper = [self._group_hyper(g) for g in self._store_groups()]
-        out = [_local(p) if s is None else s[1] for p, s in zip(self._params, self._staging)]
+        out = self._weights_out()
         if arena:
-            rep = self._step_arena(grads, hyper, out, loss_scale, found_inf)
+            rep = self._step_arena(grads, hyper, out, loss_scale, found_inf, stale=unscaled)
         else:
             self._marks = [time.perf_counter()]
             rep = self._session.step(grads, group_hyper=hyper, weights_out=out, mode=self._mode,
@@ -1072,10 +1130,18 @@ class _StoreOptimizer(torch.optim.Optimizer):
         rep["seconds_in_step"] = min(rep["seconds"], max(
             0.0, rep["finished_at"] - max(rep["started_at"], time.monotonic() - (
                 self._marks[1] - self._marks[0]))))
-        if not rep["skipped"]:
-            for p, s, g in zip(map(_local, self._params), self._staging, grads):
-                if s is not None and g is not None:
+        hb = rep["host_bytes"]
+        hb["weights_sent"] = 0  # host-to-device bytes of the new weights
+        if self._cuda is not None:
+            if not rep["skipped"]:
+                self._cuda.weights_in([t for t, g in enumerate(grads) if g is not None])
+            hb["weights_sent"] = self._cuda.bytes_sent
+        for p, s, g in zip(map(_local, self._params), self._staging, grads):
+            if s is not None and g is not None:  # (CUDA through the pinned staging buffers)
+                hb["gradients_received"] += g.numel() * g.element_size()
+                if not rep["skipped"]:
                     p.copy_(s[1].reshape(p.shape), non_blocking=True)
+                    hb["weights_sent"] += p.numel() * p.element_size()
         rep["host_seconds"] = self._host_seconds(t_enter, t_grads)
         self._finish_step(rep, grad_scaler, scaler_state)
         return loss
@@ -1124,7 +1190,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 if g.device != p.device:
                     raise ValueError("grad of {}: expected device {} (the parameter's), found {}"
                                      .format(name, p.device, g.device))
-                if (stage is not None or not staged) and g.dtype != p.dtype:
+                if (stage is not None or not staged or g.device.type != "cpu") \
+                        and g.dtype != p.dtype:
                     # (CPU gradients of the dense path: the binding checks them.)
                     raise ValueError("grad of {}: expected dtype {} (the parameter's), "
                                      "found {}".format(name, p.dtype, g.dtype))
@@ -1180,10 +1247,12 @@ class _StoreOptimizer(torch.optim.Optimizer):
         self._marks.append(time.perf_counter())
         if norm is not None:
             rep["grad_norm"] = norm
+        rep["host_bytes"]["weights_sent"] = 0
         if not rep["skipped"]:
             for p, s, g in zip(map(_local, self._params), self._staging, grads):
                 if s is not None and g is not None:
                     p.copy_(s[1].reshape(p.shape), non_blocking=True)
+                    rep["host_bytes"]["weights_sent"] += p.numel() * p.element_size()
             self._topk_commit(flat, grads, scale)
         return rep
 

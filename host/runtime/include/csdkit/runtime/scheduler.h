@@ -183,17 +183,20 @@ class Scheduler {
   /// written: the trainer's copy is already theirs.
   void CopyWeightsOut(const std::vector<void*>& dst) const;
   /// CopyWeightsOut's checks of `dst` alone (a model store, one non-null destination per
-  /// tensor), for a caller about to hand weights on during a step.
-  void CheckWeightsOut(const std::vector<void*>& dst) const;
+  /// tensor), for a caller about to hand weights on during a step. With `allow_missing`, a
+  /// null destination is accepted: that tensor is not written (a trainer that takes its
+  /// weights straight from weights16()/weights32(), e.g. with one host-to-GPU copy).
+  void CheckWeightsOut(const std::vector<void*>& dst, bool allow_missing = false) const;
   /// Part of CopyWeightsOut during a step (StepOptions::weights_ready): elements [begin,
   /// begin + n) of this step's weights into the parts of the tensors of `dst` they cover, but
   /// those in `frozen` (the step's tensors without a gradient: GradientSet::frozen()). When
   /// `saved` is given, what dst held there is first copied to saved + (element offset × element
-  /// bytes), so that a failed step can put it back. Checked destinations (CheckWeightsOut);
-  /// safe from several threads for disjoint ranges.
-  void CopyWeightsRange(const std::vector<void*>& dst, uint64_t begin, uint64_t n,
-                        const std::vector<std::pair<uint64_t, uint64_t>>& frozen,
-                        uint8_t* saved) const;
+  /// bytes), so that a failed step can put it back. Checked destinations (CheckWeightsOut;
+  /// null ones are skipped); safe from several threads for disjoint ranges. Returns the bytes
+  /// written into `dst` (as many again were saved when `saved` is given).
+  uint64_t CopyWeightsRange(const std::vector<void*>& dst, uint64_t begin, uint64_t n,
+                            const std::vector<std::pair<uint64_t, uint64_t>>& frozen,
+                            uint8_t* saved) const;
   /// Undoes CopyWeightsRange(dst, begin, n, frozen, saved): the same parts of the tensors get
   /// back what `saved` kept of them.
   void PutBackWeightsRange(const std::vector<void*>& dst, uint64_t begin, uint64_t n,
