@@ -393,7 +393,7 @@ def train(name, model, opt, sched_target, data, starts, held_out, args):
     sched = torch.optim.lr_scheduler.LambdaLR(sched_target, warmup_then_cosine(len(starts)))
     kit = hasattr(opt, "last_report")
     losses, times, links = [], {k: [] for k in PHASES + (KIT_FIGURES if kit else ())}, []
-    first_report = None
+    first_report = last_report = None
     if args.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     t_run = time.perf_counter()
@@ -416,6 +416,7 @@ def train(name, model, opt, sched_target, data, starts, held_out, args):
             rep = opt.last_report
             if first_report is None:
                 first_report = rep
+            last_report = rep
             for k, v in split_kit_step(t3 - t2, rep).items():
                 times[k].append(v)
             for k in ("io_wait_seconds", "compute_seconds", "virtual_seconds"):
@@ -427,7 +428,7 @@ def train(name, model, opt, sched_target, data, starts, held_out, args):
     elapsed = time.perf_counter() - t_run
     peak = torch.cuda.max_memory_allocated() if args.device == "cuda" else None
     return dict(losses=losses, times=times, links=links, first_report=first_report,
-                held_out_loss=held_out_loss(model, held_out, args), seconds=elapsed,
+                last_report=last_report, held_out_loss=held_out_loss(model, held_out, args), seconds=elapsed,
                 peak_gpu_bytes=peak)
 
 
@@ -818,6 +819,7 @@ def main(argv=None):
         "shared_link_bytes_per_parameter_per_step": shared / n_params,
         "virtual_seconds_per_step": virtual,
         "csdkit_first_report": kit["first_report"],
+        "csdkit_last_report": kit["last_report"],
         "run_seconds": {"torch": ref["seconds"] if ref is not None else None,
                         "csdkit": kit["seconds"]},
         "peak_gpu_bytes": {"torch": ref["peak_gpu_bytes"] if ref is not None else None,

@@ -635,7 +635,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         local = [_local(p) for p in params]
         staging = []
         if self._compress is None and local and all(p.is_cuda for p in local) \
-                and len({p.device for p in local}) == 1:
+                and len({p.device for p in local}) == 1 and not any(map(_is_dtensor, params)):
             # Gradients straight into the session's arena, weights straight from its buffer.
             staging = [None] * len(local)
             self._cuda = CudaArena(session, local, session.tensor_offsets, local[0].device)
