@@ -321,7 +321,8 @@ def make_kit_optimizer(model, args, csdkit_torch, store):
         compress = csdkit_torch.TopK(args.compress, error_feedback=not args.no_error_feedback)
     opt = csdkit_torch.AdamW(param_groups(model, args.weight_decay), lr=args.lr,
                              betas=(0.9, 0.95), eps=1e-8, store=store, devices=args.devices,
-                             compress=compress)
+                             compress=compress,
+                             overlap_backward=not args.no_overlap_backward)
     return opt, opt
 
 
@@ -344,7 +345,7 @@ PHASES = ("forward", "backward", "step")
 # The kit's step() split into consecutive intervals that add up to its wall time (see
 # split_kit_step), then the report's own figures.
 KIT_PARTS = ("setup", "gradients_out", "binding", "runtime", "weights_in")
-KIT_FIGURES = KIT_PARTS + ("io_wait_seconds", "compute_seconds", "virtual_seconds")
+KIT_FIGURES = KIT_PARTS + ("io_wait_seconds", "compute_seconds", "virtual_seconds", "hooks")
 
 
 def split_kit_step(wall, rep):
@@ -421,6 +422,8 @@ def train(name, model, opt, sched_target, data, starts, held_out, args):
                 times[k].append(v)
             for k in ("io_wait_seconds", "compute_seconds", "virtual_seconds"):
                 times[k].append(rep[k])
+            # The kit's gradient hooks' time inside backward (overlap_backward).
+            times["hooks"].append(rep["host_seconds"].get("hooks", 0.0))
             links.append(rep["bytes"])
         if args.log_every and (it % args.log_every == 0 or it == len(starts) - 1):
             print("  [{}] iter {:4d}  loss {:.5f}  step {:7.1f} ms".format(
@@ -627,6 +630,9 @@ def parse_args(argv):
     ap.add_argument("--no-error-feedback", action="store_true",
                     help="with --compress: drop what Top-K does not send instead of adding it "
                          "to the next step's gradient")
+    ap.add_argument("--no-overlap-backward", action="store_true",
+                    help="the kit's optimizer with overlap_backward=False: no gradient copied "
+                         "and no update started during backward (every copy in step())")
     ap.add_argument("--no-torch", action="store_true",
                     help="skip the torch.optim.AdamW reference run; the exit status then checks "
                          "only that the kit's run learned")

@@ -125,21 +125,23 @@ def test_cuda_parameters_move_each_byte_once(tmp_path, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_cuda_grad_scaler_unscale_and_clip_equal_serial(tmp_path, dtype):
-    """The AMP recipe with clipping (scaler.scale(loss).backward(); scaler.unscale_(opt);
-    clip_grad_norm_; scaler.step(opt); scaler.update()): unscale_ changes every gradient in
-    place without a version bump, so the copies made during backward are made again; the
-    result equals the serial path's bit for bit."""
+    """The AMP recipe with clipping (float32 parameters under autocast; scaler.scale(loss)
+    .backward(); scaler.unscale_(opt); clip_grad_norm_; scaler.step(opt); scaler.update()):
+    unscale_ changes every gradient in place without a version bump, so the copies made during
+    backward are made again; the result equals the serial path's bit for bit."""
     x, y = make_data(seed=5, n=64)
-    x, y = x.to(CUDA).to(dtype), y.to(CUDA).to(dtype)
+    x, y = x.to(CUDA), y.to(CUDA)
     outs = []
     for overlap in (True, False):
-        model = make(dtype).to(CUDA)
+        model = make(torch.float32).to(CUDA)
         opt = ct.AdamW(model.parameters(), lr=1e-3, store=tmp_path / str(overlap), devices=2,
                        overlap_backward=overlap)
         scaler = torch.amp.GradScaler("cuda", init_scale=1024.0)
         for i in range(6):
             opt.zero_grad(set_to_none=True)
-            scaler.scale(loss_of(model, x * (1 + 0.3 * i), y)).backward()
+            with torch.autocast("cuda", dtype=dtype):
+                loss = loss_of(model, x * (1 + 0.3 * i), y)
+            scaler.scale(loss).backward()
             scaler.unscale_(opt)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
             scaler.step(opt)

@@ -32,11 +32,11 @@ def _register(array):
     """Page-locks a numpy array's memory for CUDA; returns its address, or None (warned) when
     the driver refuses."""
     ptr, nbytes = array.ctypes.data, array.nbytes
-    rc = torch.cuda.cudart().cudaHostRegister(ptr, nbytes, 0)
-    if int(rc) != 0:
-        warnings.warn("csdkit: cudaHostRegister of {} bytes failed ({}): the copies between the "
-                      "GPU and the kit's host buffers will be synchronous".format(nbytes, rc),
-                      RuntimeWarning, stacklevel=3)
+    rc = int(torch.cuda.cudart().cudaHostRegister(ptr, nbytes, 0))
+    if rc != 0:
+        warnings.warn("csdkit: cudaHostRegister of {} bytes at {:#x} failed (cudaError {}): the "
+                      "copies between the GPU and this host buffer will be synchronous"
+                      .format(nbytes, ptr, rc), RuntimeWarning, stacklevel=3)
         return None
     return ptr
 
@@ -70,6 +70,8 @@ class CudaArena:
         self.shadow = torch.empty(self.total, dtype=self.dtype, device=device)
         self._weights_np = None
         self.weights = None                    # the runtime's weights buffer, as a tensor
+        self._weights_pinned = False
+        self._pin_weights()
         self._pending = []                     # [(t, grad)] not launched yet
         self._pending_bytes = 0
         self._inflight = []                    # [(event, [(t, grad)], host norms)] in order
@@ -160,9 +162,24 @@ class CudaArena:
 
     # -- weights --------------------------------------------------------------------------
 
+    def _pin_weights(self):
+        """The runtime's weights buffer as a tensor, page-locked, once it exists (a store with
+        a low-precision copy: from the start; float32 weights: after the first step). In this
+        thread: a worker thread's cudaHostRegister was refused on the GPU machine."""
+        if self._weights_pinned:
+            return
+        buf = self.session.weights_buffer()
+        if buf is None:
+            return
+        self._weights_np = buf
+        self.weights = torch.from_numpy(buf).view(self.dtype)
+        self._pinned.append(_register(buf))
+        self._weights_pinned = True
+
     def before_step(self):
         """Called before the session's step: the weights copies of this step into the GPU
         buffer wait for the last step's reads of it."""
+        self._pin_weights()
         if self._weights_done is not None:
             self.h2d_stream.wait_event(self._weights_done)
         self.bytes_sent = 0
@@ -170,10 +187,9 @@ class CudaArena:
     def on_weights(self, begin, n):
         """The session's weights hook (a runtime worker, with the GIL): elements [begin, begin
         + n) of the new weights are in the runtime's buffer; copied host-to-device now."""
-        if self.weights is None:
+        if self.weights is None:  # (float32 weights, first step: not page-locked yet)
             self._weights_np = self.session.weights_buffer()
             self.weights = torch.from_numpy(self._weights_np).view(self.dtype)
-            self._pinned.append(_register(self._weights_np))
         with torch.cuda.stream(self.h2d_stream):
             self.shadow[begin:begin + n].copy_(self.weights[begin:begin + n], non_blocking=True)
         self.bytes_sent += n * self.esize

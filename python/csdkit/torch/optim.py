@@ -481,6 +481,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         self._spec_skip = 0
         self._spec_misses = 0
         self._grad_hooks = []
+        self._hook_seconds = 0.0  # in the hooks since the last step
         if self._overlap:
             for group in self.param_groups:
                 self._hook_params(group["params"])
@@ -926,8 +927,18 @@ class _StoreOptimizer(torch.optim.Optimizer):
 
     def _grad_ready(self, p):
         """Backward has finished p's gradient (for this backward pass): queue its copy into the
-        gradient arena. Only CPU gradients the kit takes as they are (the parameter's dtype and
-        shape, contiguous) are queued; anything else is left to step(), which checks it."""
+        gradient arena (the time spent here, in backward, is step()'s report's
+        host_seconds['hooks'])."""
+        t0 = time.perf_counter()
+        try:
+            self._grad_ready_timed(p)
+        finally:
+            self._hook_seconds += time.perf_counter() - t0
+
+    def _grad_ready_timed(self, p):
+        """_grad_ready's work. Only gradients the kit takes as they are (the parameter's dtype
+        and shape, contiguous; on the CPU, or on the CUDA device of CudaArena) are queued;
+        anything else is left to step(), which checks it."""
         if self._session is None or self._compress is not None:
             return
         t = self._arena_index.get(id(p))
@@ -1147,10 +1158,13 @@ class _StoreOptimizer(torch.optim.Optimizer):
         return loss
 
     def _host_seconds(self, t_enter, t_grads):
-        """step()'s intervals around the binding's call (see step()), ending now."""
+        """step()'s intervals around the binding's call (see step()), ending now, and the time
+        spent in the gradient hooks during backward since the last step."""
         t_call, t_back = self._marks
+        hooks, self._hook_seconds = self._hook_seconds, 0.0
         return {"setup": t_grads - t_enter, "gradients_out": t_call - t_grads,
-                "session": t_back - t_call, "weights_in": time.perf_counter() - t_back}
+                "session": t_back - t_call, "weights_in": time.perf_counter() - t_back,
+                "hooks": hooks}
 
     def _finish_step(self, rep, grad_scaler, scaler_state):
         """Tells the GradScaler whether the step was skipped; keeps the report."""
