@@ -153,7 +153,7 @@ class Phases:
 
 class KillBeforeCommit:
     """Stands in for the optimizer's session (a test hook, as tests/python/dist_kill_train.py):
-    its step() with the store at committed step `step` waits until every other rank's store
+    its step_arena() (or step()) with the store at committed step `step` waits until every other rank's store
     has committed that step (manifest.json's committed_step == step + 1), then SIGKILLs this
     process, so that this rank's store stays one step behind the others'."""
 
@@ -171,7 +171,15 @@ class KillBeforeCommit:
         except (OSError, ValueError, KeyError):
             return None
 
+    def step_arena(self, *a, **kw):  # (what the optimizer calls; step() for older code)
+        self._kill_if_due()
+        return self._s.step_arena(*a, **kw)
+
     def step(self, *a, **kw):
+        self._kill_if_due()
+        return self._s.step(*a, **kw)
+
+    def _kill_if_due(self):
         if self._s.step_count == self._step:
             others = [r for r in range(self._world) if r != self._rank]
             t_end = time.monotonic() + 120
@@ -183,7 +191,6 @@ class KillBeforeCommit:
                       self._rank, self._step, self._s.step_count, others,
                       [self._committed(r) for r in others]), flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
-        return self._s.step(*a, **kw)
 
 
 # -- seeded gradients (check mode) -------------------------------------------------------------

@@ -29,8 +29,9 @@ import csdkit.torch.distributed as cdist  # noqa: E402
 
 
 class HoldBeforeCommit:
-    """Stands in for the optimizer's session; its step() for step index `step` (the store at
-    committed step `step`) writes "holding <step>" and sleeps instead of committing."""
+    """Stands in for the optimizer's session; its step() and step_arena() (the one the
+    optimizer calls) for step index `step` (the store at committed step `step`) write
+    "holding <step>" and sleep instead of committing."""
 
     def __init__(self, session, step, log):
         self._s, self._step, self._log = session, step, log
@@ -38,11 +39,18 @@ class HoldBeforeCommit:
     def __getattr__(self, name):
         return getattr(self._s, name)
 
-    def step(self, *args, **kwargs):
+    def _hold(self):
         if self._s.step_count == self._step:
             self._log("holding %d" % self._step)
             time.sleep(600)  # the test kills this process
+
+    def step(self, *args, **kwargs):
+        self._hold()
         return self._s.step(*args, **kwargs)
+
+    def step_arena(self, *args, **kwargs):
+        self._hold()
+        return self._s.step_arena(*args, **kwargs)
 
 
 def main():

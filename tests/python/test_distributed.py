@@ -23,6 +23,7 @@ import csdkit.torch.distributed
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import dist_common  # noqa: E402
+import dist_overlap_worker  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -234,3 +235,58 @@ def test_partition_rule():
     assert p(8, 2) == [(0, 4), (4, 8)]
     with pytest.raises(ValueError, match="ranks \\[3\\] would own no element"):
         p(6, 4)  # chunk 2: rank 3 would start at 6
+
+
+@pytest.mark.parametrize("world,dtype", [(2, "fp32"), (3, "bf16")])
+def test_overlapped_reduction_and_update_equal_serial_bit_for_bit(tmp_path, world, dtype):
+    """overlap_backward on every rank (dist_overlap_worker.py): the buckets' reductions are
+    launched by the hooks during backward and the update starts during backward; the stores'
+    bytes, every rank's weights, the skipped steps and the agreed norms equal those of the same
+    run with overlap_backward=False, bit for bit, over clipping on some steps, gradients None
+    on every rank and on one rank, scaled in place, changed through .data, replaced, a
+    non-finite value on one rank, two backward passes and an LR changed after backward; the
+    update started during backward commits on most steps."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(csdkit.__file__))] +
+        ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["OMP_NUM_THREADS"] = "1"
+    store = tmp_path / "set"
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "dist_overlap_worker.py"),
+                               "--rank", str(r), "--world", str(world), "--init",
+                               str(tmp_path / "init"), "--store", str(store), "--dtype", dtype,
+                               "--out", str(tmp_path / ("r%d.pt" % r))], env=env)
+             for r in range(world)]
+    for p in procs:
+        assert p.wait(timeout=240) == 0
+    res = [torch.load(tmp_path / ("r%d.pt" % r)) for r in range(world)]
+    for r, out in enumerate(res):
+        on, off = out["on"], out["off"]
+        assert on["buckets"] >= 3
+        for i, (a, b) in enumerate(zip(on["reports"], off["reports"])):
+            assert a["skipped"] == b["skipped"] and a["step"] == b["step"], (r, i)
+            assert a["grad_norm"] == b["grad_norm"] or (
+                math.isnan(a["grad_norm"]) and math.isnan(b["grad_norm"])), (r, i)
+        assert [a["skipped"] for a in on["reports"]].count(True) == 1
+        clipped = [a["clip_coef"] < 1 for a in on["reports"] if not a["skipped"]]
+        assert any(clipped) and not all(clipped)
+        for x, y in zip(on["weights"], off["weights"]):
+            bits = torch.int16 if x.dtype == torch.bfloat16 else torch.int32
+            assert torch.equal(x.view(bits), y.view(bits)), r
+        spec = [a.get("speculation") for a in on["reports"]]
+        print("rank", r, "speculations:", spec)
+        # What every rank agrees on abandons the update everywhere (the clip coefficient, the
+        # skip, the hyper-parameters); the last steps are plain and commit; after an abandoned
+        # update the next 2^k - 1 steps start none (k abandoned in a row).
+        plan = dist_overlap_worker.PLAN
+        for tag, why in (("big", "abandoned: clip coefficient"), ("inf0", "abandoned: found_inf"),
+                         ("lr", "abandoned: other hyper-parameters")):
+            assert spec[plan.index({tag})].startswith(why), (tag, spec)
+        assert spec[-2:] == ["committed"] * 2 and spec.count("committed") >= 12, spec
+        assert all("speculation" not in a for a in off["reports"])
+    for r in range(world):
+        on = {str(p.relative_to(store / "on")): p.read_bytes()
+              for p in sorted((store / "on" / ("rank-%d" % r)).rglob("*.bin"))}
+        off = {str(p.relative_to(store / "off")): p.read_bytes()
+               for p in sorted((store / "off" / ("rank-%d" % r)).rglob("*.bin"))}
+        assert on and on == off, r

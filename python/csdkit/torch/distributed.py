@@ -119,9 +119,13 @@ def reshard(src, dst, world, devices=None, *, backend="model", device_mem=4 << 3
 class _ZeroMixin:
     """The distributed skeleton over a csdkit.torch optimizer (see the module docstring)."""
 
-    # Each rank steps the reduce-scattered slice of the flattened gradient, not the parameters'
-    # own gradients: the one-process gradient arena (overlap_backward) does not apply.
-    _arena_capable = False
+    # overlap_backward: the hooks launch the buckets' reductions during backward (in bucket
+    # order, in the step's last backward pass) and fill this rank's pieces into its session's
+    # gradient arena as they complete; the update starts during backward (a speculation).
+    _arena_capable = True
+    # Gradient bytes (in the reduction's dtype) per bucket; tests set a smaller value on the
+    # instance before the first step.
+    _bucket_bytes = 25 << 20
 
     def __init__(self, params, *args, process_group=None, **kwargs):
         if not (dist.is_available() and dist.is_initialized()):
@@ -138,6 +142,12 @@ class _ZeroMixin:
         self._record_path = os.path.join(self._store_root, "rank-%d.json" % self._rank)
         # After a resume that rolled stores back to the common step: {step, ranks, steps}.
         self.rolled_back = None
+        self._bucket_pg = None   # the buckets' reductions (their own group: see _make_buckets)
+        self._works = {}         # bucket -> [works, {param: (grad, _version, probe) or None}]
+        self._filled = set()     # this rank's pieces filled into the arena since the last step
+        self._piece_sumsq = {}   # piece -> float64 sum of squares of its reduced gradient
+        self._launched = 0       # buckets launched during this step's backward (a prefix)
+        self._launching = False  # this backward pass launches buckets
         self._refuse_dtensors()
 
     def _refuse_dtensors(self):
@@ -324,7 +334,7 @@ class _ZeroMixin:
             self._remove_grown(tmp_root, mine_dir if made else None, devices, vars_)
             self._agree(error)
         # Every rank's old store closed, then the one exchange of the two set directories.
-        self._session = None
+        self._drop_session()
         error = None
         if self._rank == 0:
             try:
@@ -514,6 +524,7 @@ class _ZeroMixin:
         self._staging = [None] * len(params)  # (the base class's per-parameter staging: unused)
         self._plan_ = plan
         self._device = dev
+        self._arena_index = {id(p): t for t, p in enumerate(params)}
         self._make_buffers()
         if opened:
             self._roll_to_common_step(session, dev)
@@ -521,7 +532,7 @@ class _ZeroMixin:
                 try:
                     self._agree(self._weights_mismatch())
                 except csdkit.StoreError:
-                    self._session = None  # closes the store (and releases its lock)
+                    self._drop_session()  # closes the store (and releases its lock)
                     raise
         return opened
 
@@ -539,7 +550,7 @@ class _ZeroMixin:
             return
         ahead = [r for r, row in enumerate(rows) if row[0] != common]
         if any(rows[r][1] != common for r in ahead):
-            self._session = None
+            self._drop_session()
             raise csdkit.StoreError(
                 "the ranks' stores under '{}' are at different committed steps ({}): ranks {} "
                 "are ahead of step {} and cannot all roll back to it (a store returns only to "
@@ -557,7 +568,7 @@ class _ZeroMixin:
         try:
             self._agree(error)
         except csdkit.StoreError:
-            self._session = None
+            self._drop_session()
             raise
         self.rolled_back = dict(step=common, ranks=ahead,
                                 steps=[row[0] for row in rows])
@@ -573,14 +584,48 @@ class _ZeroMixin:
         self._flat_weights = torch.zeros(n, dtype=dtype, device=dev)
         lo, hi = plan["lo"], plan["hi"]
         cpu = dev.type == "cpu"
-        gdt = dtype
-        # The session's gradients: views of this rank's reduced slice (CPU and the grad dtype),
-        # else of a host buffer the slice is copied into.
-        if cpu and self._reduce_dtype == gdt:
-            self._grad_host = None
-        else:
-            self._grad_host = torch.empty(hi - lo, dtype=gdt, pin_memory=not cpu)
         self._weights_host = None if cpu else torch.empty(hi - lo, dtype=dtype, pin_memory=True)
+        self._make_buckets()
+
+    def _make_buckets(self):
+        """The buckets of the gradients' reduction: runs of whole parameters in reverse order
+        (the order backward finishes them), each of about _bucket_bytes in the reduction's
+        dtype, a contiguous range [a, b) of the flat buffer. A bucket is reduced as one
+        `dist.reduce` per owner of a part of it (the ranks whose slices it crosses) to that
+        owner: the same operations whether launched during backward or in step(), so both give
+        the same sums bit for bit. This rank's pieces each lie in one bucket (a piece is part
+        of one parameter). The reductions run on a process group of their own (made here, from
+        the default group), so that those launched during backward never interleave with the
+        step's other collectives; with a process_group= given they run on it, in step() only."""
+        plan = self._plan_
+        esize = torch.tensor([], dtype=self._reduce_dtype).element_size()
+        n = len(self._params)
+        buckets, cur, size = [], [], 0
+        for t in reversed(range(n)):
+            cur.append(t)
+            size += self._params[t].numel() * esize
+            if size >= self._bucket_bytes or t == 0:
+                buckets.append(sorted(cur))
+                cur, size = [], 0
+        self._buckets = []
+        self._bucket_of = [0] * n
+        for k, ts in enumerate(buckets):
+            a = plan["offsets"][ts[0]]
+            b = plan["offsets"][ts[-1]] + self._params[ts[-1]].numel()
+            segs = [(r, max(a, slo), min(b, shi)) for r, (slo, shi) in enumerate(plan["slices"])
+                    if max(a, slo) < min(b, shi)]
+            pieces = [j for j, (t, _, _) in enumerate(plan["pieces"]) if ts[0] <= t <= ts[-1]]
+            self._buckets.append(dict(params=ts, a=a, b=b, segs=segs, pieces=pieces))
+            for t in ts:
+                self._bucket_of[t] = k
+        if self._pg is None and self._bucket_pg is None and self._world > 1:
+            self._bucket_pg = dist.new_group()
+        self._reduce_pg = self._bucket_pg if self._pg is None else self._pg
+        self._dst = [dist.get_global_rank(self._pg, r) if self._pg is not None else r
+                     for r in range(self._world)]
+        self._arena = None
+        self._works, self._filled, self._piece_sumsq = {}, set(), {}
+        self._launched, self._launching = 0, False
 
     def _piece_views(self, flat, base):
         """Views of `flat` (indexed from global element `base`) for this rank's pieces."""
@@ -642,15 +687,199 @@ class _ZeroMixin:
         outs = list(t.split(c))
         dist.all_gather(outs, outs[r].clone(), group=self._pg)
 
-    def _reduce(self):
-        """Sums the flat gradient over the ranks; returns this rank's slice of the sum."""
-        flat, chunk, r = self._flat_grad, self._plan_["chunk"], self._rank
-        mine = flat[r * chunk:(r + 1) * chunk]
-        if self._dist_backend == "nccl":
-            dist.reduce_scatter_tensor(mine, flat, group=self._pg)  # in place: NCCL allows it
+    # -- the gradients' reduction, bucket by bucket ------------------------------------------
+
+    def _launch_bucket(self, k, grads):
+        """Copies bucket k's gradients (`grads`, or the parameters' .grad; zeros for None) into
+        the flat buffer and launches its reductions. A launch of the same bucket still running
+        finishes first (and the pieces it filled count no more)."""
+        if k in self._works:
+            self._finish_bucket(k, fill=False)
+            del self._works[k]
+        bk = self._buckets[k]
+        flat, offs = self._flat_grad, self._plan_["offsets"]
+        srcs = {}
+        for t in bk["params"]:
+            p = self._params[t]
+            g = grads[t] if grads is not None else p.grad
+            view = flat[offs[t]:offs[t] + p.numel()]
+            if g is None:
+                view.zero_()
+                srcs[t] = None
+            else:
+                view.copy_(g.reshape(-1))
+                srcs[t] = (g, g._version, _optim._probe(g) if g.device.type == "cpu" else None)
+        for j in bk["pieces"]:
+            self._filled.discard(j)
+        works = [dist.reduce(flat[a:b], dst=self._dst[r], group=self._reduce_pg, async_op=True)
+                 for r, a, b in bk["segs"]]
+        self._works[k] = [works, srcs, False]
+
+    def _finish_bucket(self, k, fill=True):
+        """Waits for bucket k's reductions; with `fill`, hands this rank's pieces of it to the
+        session."""
+        w = self._works[k]
+        if not w[2]:
+            for work in w[0]:
+                work.wait()
+            w[2] = True
+        if fill:
+            for j in self._buckets[k]["pieces"]:
+                if j not in self._filled:
+                    self._fill_piece(j)
+
+    def _poll_buckets(self):
+        """Hands over the pieces of the buckets whose reductions are done (no waiting)."""
+        for k, w in self._works.items():
+            if not w[2] and all(work.is_completed() for work in w[0]):
+                self._finish_bucket(k)
+
+    def _fill_piece(self, j):
+        """Piece j of this rank's slice, summed over the ranks, into the session's arena (an
+        external fill: rounded to the grad dtype where the sum is float32, the float64 sum of
+        squares of the sum from the same pass where it lives)."""
+        sess = self._session
+        if self._arena is None:
+            self._arena = torch.from_numpy(sess.grad_arena()).view(self._params[0].dtype)
+            self._arena_offsets = sess.tensor_offsets
+        _, a, b = self._plan_["pieces"][j]
+        src = self._flat_grad[a:b]
+        sumsq = float(src.double().square().sum())
+        o = self._arena_offsets[j]
+        sess.begin_fill(j)
+        try:
+            self._arena[o:o + (b - a)].copy_(src)
+        except BaseException:
+            sess.end_fill(j, None)
+            raise
+        sess.end_fill(j, sumsq)
+        self._piece_sumsq[j] = sumsq
+        self._filled.add(j)
+
+    def _stale(self, k, grads, unscaled):
+        """Whether bucket k's launch during backward no longer holds this rank's gradients
+        (another tensor in .grad, one changed in place: a version bump, or the CPU probe; all
+        of them after GradScaler.unscale_, which bumps no version)."""
+        srcs = self._works[k][1]
+        for t in self._buckets[k]["params"]:
+            g, rec = grads[t], srcs.get(t)
+            if g is None or rec is None:
+                if (g is None) != (rec is None):
+                    return True
+                continue
+            if unscaled or rec[0] is not g or rec[1] != g._version:
+                return True
+            if g.device.type == "cpu" and (rec[2] is None or rec[2] != _optim._probe(g)):
+                return True
+        return False
+
+    def _reduce(self, grads, unscaled=False, fill=True):
+        """Sums the flat gradient over the ranks bucket by bucket and fills this rank's pieces
+        into its session's arena; returns this rank's slice of the sum. Buckets launched during
+        backward (a prefix, in bucket order, of as many on each rank as its hooks got to) are
+        kept unless a rank finds its gradients changed since: the ranks first agree on how far
+        each got and which are stale (one all-gather), so that every rank issues the same
+        reductions in the same order."""
+        K = len(self._buckets)
+        launched = self._launched
+        if self._reduce_pg is self._bucket_pg and self._bucket_pg is not None:
+            stale = [1.0 if self._stale(k, grads, unscaled) else 0.0 for k in range(launched)]
+            rows = self._gather_floats([float(launched)] + stale + [0.0] * (K - launched))
+            upto = int(max(r[0] for r in rows))
+            redo = [k for k in range(upto) if any(r[1 + k] for r in rows)]
         else:
-            dist.all_reduce(flat, group=self._pg)
-        return mine[:self._plan_["hi"] - self._plan_["lo"]]
+            upto, redo = 0, []
+        for k in range(launched, upto):  # catching up with the rank that got furthest
+            self._launch_bucket(k, grads)
+        for k in redo:
+            self._launch_bucket(k, grads)
+        for k in range(upto, K):
+            self._launch_bucket(k, grads)
+        for k in range(K):
+            self._finish_bucket(k, fill=fill)
+        self._launched, self._launching = 0, False
+        chunk, r = self._plan_["chunk"], self._rank
+        return self._flat_grad[r * chunk:r * chunk + self._plan_["hi"] - self._plan_["lo"]]
+
+    def _end_reduction(self):
+        """After a step (or its failure): no bucket or fill carries over."""
+        for k in list(self._works):
+            try:
+                self._finish_bucket(k, fill=False)
+            except Exception:  # pylint: disable=broad-except
+                pass  # (the step failed already; the next one launches again)
+        self._works, self._filled, self._piece_sumsq = {}, set(), {}
+        self._launched, self._launching = 0, False
+        self._spec_passes, self._spec_seen, self._spec_started = 0, set(), False
+
+    # -- gradients during backward (overlap_backward) -------------------------------------
+
+    def _grad_ready_timed(self, p):
+        """A gradient is final for this backward pass: in the step's last pass (as many passes
+        as the last step had), the buckets whose gradients are all final are launched in
+        bucket order, the first hook starts the update (a speculation, from the second step),
+        and the pieces of the buckets done so far go into the arena."""
+        if self._session is None or self._compress is not None or self._bucket_pg is None:
+            return
+        t = self._arena_index.get(id(p))
+        g = p.grad
+        if t is None or g is None or g.is_sparse or g.dtype != p.dtype or g.shape != p.shape \
+                or g.device != self._device:
+            return
+        if t in self._spec_seen or not self._spec_passes:
+            self._spec_passes += 1  # a backward pass begins
+            self._spec_seen = set()
+            self._ready = [0] * len(self._buckets)
+            last = self._spec_last
+            # One launching pass per step: the one expected last (the first if unknown).
+            self._launching = self._launched == 0 and (
+                last is None or self._spec_passes >= last[2])
+            if self._launching and last is not None and not self._spec_started:
+                self._spec_started = True
+                for k in list(self._works):  # (an earlier pass's, none normally)
+                    self._finish_bucket(k, fill=False)
+                self._start_speculation()
+        self._spec_seen.add(t)
+        if not self._launching:
+            return
+        k = self._bucket_of[t]
+        self._ready[k] += 1
+        while self._launched < len(self._buckets) and \
+                self._ready[self._launched] == len(self._buckets[self._launched]["params"]):
+            self._launch_bucket(self._launched, None)
+            self._launched += 1
+        self._poll_buckets()
+
+    def _start_speculation(self):
+        """As csdkit.torch's: this rank's store starts the update with the last step's pieces
+        with a gradient and loss scale, clip coefficient 1, no non-finite value."""
+        if self._mode != "smart":
+            return False
+        if self._spec_skip > 0:
+            self._spec_skip -= 1
+            return False
+        has, kit_scale, _ = self._spec_last
+        try:
+            hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+            self._session.start_speculative(
+                has, group_hyper=[hyper[g] for g in self._plan_["groups"]],
+                loss_scale=kit_scale, weights_out=self._out_views(), mode=self._mode)
+        except Exception:  # pylint: disable=broad-except
+            return False  # step() finds and raises what is wrong
+        return True
+
+    def _out_views(self):
+        """The session's weights_out: this rank's pieces of the flat weights (CPU) or of the
+        pinned host buffer (CUDA)."""
+        plan = self._plan_
+        dst = (self._flat_weights[plan["lo"]:plan["hi"]] if self._weights_host is None
+               else self._weights_host)
+        return self._piece_views(dst, plan["lo"])
+
+    def _drop_session(self):
+        self._arena = None  # (a view of the session's arena keeps it alive)
+        self._works, self._filled, self._piece_sumsq = {}, set(), {}
+        super()._drop_session()
 
     # -- the step -------------------------------------------------------------------------
 
@@ -668,36 +897,38 @@ class _ZeroMixin:
         for group in self.param_groups:
             self._check_group(group)
         self._ensure_session()
-        loss_scale, found_inf, scaler_state = None, False, None
+        loss_scale, found_inf, scaler_state, unscaled = None, False, None, False
         if grad_scaler is not None:
             scaler_state = grad_scaler._per_optimizer_states[id(self)]
             if scaler_state["stage"].name == "UNSCALED":
+                unscaled = True
                 loss_scale = 1.0
                 found_inf = any(float(t.sum()) > 0
                                 for t in scaler_state["found_inf_per_device"].values())
             else:
                 loss_scale = float(grad_scaler._get_scale_async())
+        try:
+            return self._step(loss, grad_scaler, scaler_state, loss_scale, found_inf, unscaled)
+        finally:
+            self._end_reduction()
+
+    def _step(self, loss, grad_scaler, scaler_state, loss_scale, found_inf, unscaled):
         plan, W = self._plan_, self._world
         grads = self._checked_grads(staged=False)
-        # 1. Gradients into the flat buffer, summed over the ranks.
-        flat = self._flat_grad
-        for g, off in zip(grads, plan["offsets"]):
-            if g is not None:
-                flat[off:off + g.numel()].copy_(g.reshape(-1))
-        for g, off, p in zip(grads, plan["offsets"], self._params):
-            if g is None:
-                flat[off:off + p.numel()].zero_()
-        mine = self._reduce()
+        # 1. Gradients summed over the ranks, bucket by bucket (some buckets perhaps during
+        # backward), this rank's pieces of the sum in its session's arena.
+        mine = self._reduce(grads, unscaled, fill=self._compress is None)
         if self._compress is not None:
             rep = self._step_topk(grads, mine, loss_scale, found_inf)
             if rep is not None:
                 self._finish_step(rep, grad_scaler, scaler_state)
             return loss
-        # 2. Agreement: partial sum of squares (float64, in 1 Mi-element chunks in order),
-        # local inf flag, and which parameters have a gradient here.
-        sumsq = torch.zeros((), dtype=torch.float64, device=flat.device)
-        for c in mine.split(1 << 20):
-            sumsq += c.double().square().sum()
+        # 2. Agreement: partial sum of squares (the pieces' float64 sums, added in piece
+        # order), local inf flag, and which parameters have a gradient here.
+        sumsq = 0.0
+        for j in range(len(plan["pieces"])):
+            sumsq += self._piece_sumsq[j]
+        flat = self._flat_grad
         meta = torch.empty(2 + len(grads), dtype=torch.float64, device=flat.device)
         meta[0] = sumsq
         meta[1] = 1.0 if found_inf else 0.0
@@ -717,23 +948,20 @@ class _ZeroMixin:
         clip = 1.0
         if self._max_grad_norm > 0 and not skip:
             clip = min(1.0, self._max_grad_norm / (norm / scale + 1e-6))
-        # 3. This rank's slice through its store.
-        src = mine
-        if self._grad_host is not None:
-            self._grad_host.copy_(mine)
-            src = self._grad_host
-            if self._device.type == "cuda":
-                torch.cuda.synchronize(self._device)
-        lo = plan["lo"]
-        local_grads = [v if has[t] else None
-                       for v, (t, _, _) in zip(self._piece_views(src, lo), plan["pieces"])]
-        dst = (self._flat_weights[lo:plan["hi"]] if self._weights_host is None
-               else self._weights_host)
-        out = self._piece_views(dst, lo)
+        # 3. This rank's slice through its store, from the arena (confirming the update started
+        # during backward, if it matches).
+        local_has = [has[t] for t, _, _ in plan["pieces"]]
         hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
-        rep = self._session.step(local_grads, group_hyper=[hyper[g] for g in plan["groups"]],
-                                 weights_out=out, mode=self._mode, loss_scale=scale * W,
-                                 found_inf=skip, clip_coef=clip)
+        rep = self._session.step_arena(local_has, group_hyper=[hyper[g] for g in plan["groups"]],
+                                       weights_out=self._out_views(), mode=self._mode,
+                                       loss_scale=scale * W, found_inf=skip, clip_coef=clip)
+        spec = rep.get("speculation")
+        if spec is not None and spec != "committed":
+            self._spec_skip = min(64, 1 << self._spec_misses) - 1
+            self._spec_misses = min(self._spec_misses + 1, 6)
+        elif spec == "committed":
+            self._spec_misses = 0
+        self._spec_last = (local_has, scale * W, max(self._spec_passes, 1))
         if bool(rep["skipped"]) != skip:
             # Cannot happen (the kit skips only for a non-finite value, which every rank saw in
             # the partial sums): refuse rather than let the ranks' stores diverge.
