@@ -85,7 +85,8 @@ TEST(Planner, PlannedStepEqualsTheEmulatedStepExactly) {
 // weights back, each with its per-tensor cost; the shared link of SmartUpdate carries about 4
 // bytes per parameter, the baseline's 24 (docs/runtime.md).
 TEST(Planner, IterationIsItsPhases) {
-  const planner::SystemProfile sys = planner::KitSystem();
+  planner::SystemProfile sys = planner::KitSystem();
+  sys.host = planner::DevMachineHostPath();  // (a host path with rates: the bytes count)
   ASSERT_GT(sys.host.grad_fill, 0.0);
   planner::PlanModel m = SmallModel();
   m.subgroup = 0;
@@ -110,8 +111,17 @@ TEST(Planner, IterationIsItsPhases) {
                                       300 * sys.host.per_tensor)
         << ctx;
     EXPECT_DOUBLE_EQ(p.weights_back,
-                     2.0 * m.params / sys.host.weights_back + 300 * sys.host.per_tensor)
+                     2.0 * m.params / sys.host.weights_back + 300 * sys.host.per_tensor_back)
         << ctx;
+    // The kit's own profile (CUDA parameters through the arena): no host bytes, only the
+    // per-tensor costs, each way its own.
+    planner::SystemProfile kit = planner::KitSystem();
+    ASSERT_EQ(kit.host.grad_fill, 0.0);
+    ASSERT_GT(kit.host.per_tensor, kit.host.per_tensor_back);
+    const planner::PlanPoint q =
+        planner::PlanIteration(m, kit, mode, 4, mode == PlanMode::kTopK ? 0.01 : 0.0);
+    EXPECT_DOUBLE_EQ(q.grad_fill, 300 * kit.host.per_tensor) << ctx;
+    EXPECT_DOUBLE_EQ(q.weights_back, 300 * kit.host.per_tensor_back) << ctx;
     EXPECT_EQ(p.weights_in, 2.0 * m.params / sys.gpu_link) << ctx;
     if (mode == PlanMode::kTopK) {
       EXPECT_LT(p.grad_out, 0.05 * 2.0 * m.params / sys.gpu_link) << ctx;

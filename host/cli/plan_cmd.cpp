@@ -46,6 +46,7 @@ struct PlanOpts {
   unsigned host_threads = 0;
   std::string host_path;   // "", "gpu", "dev", "none"
   double host_copy = 0, host_weights = 0, host_per_tensor = -1;  // GB/s, GB/s, microseconds
+  double host_per_tensor_back = -1;                                // microseconds
   uint64_t tensors = 0;
   double bwd_ratio = 2.0;
   uint64_t grad_bucket = uint64_t{25} << 20;
@@ -176,14 +177,19 @@ planner::SystemProfile MakeSystem(const PlanOpts& o) {
     s.host.weights_back = o.host_weights * 1e9;
     host_changed = true;
   }
-  if (o.host_per_tensor >= 0) {
-    s.host.per_tensor = o.host_per_tensor * 1e-6;
+  if (o.host_per_tensor >= 0) {  // each way, unless --host-per-tensor-back says otherwise
+    s.host.per_tensor = s.host.per_tensor_back = o.host_per_tensor * 1e-6;
+    host_changed = true;
+  }
+  if (o.host_per_tensor_back >= 0) {
+    s.host.per_tensor_back = o.host_per_tensor_back * 1e-6;
     host_changed = true;
   }
   if (host_changed) {
     // A rate given alone on a path without one: the other direction stays free, and says so.
     s.host.name += " (modified)";
-    s.host.source += "; modified by --host-copy/--host-weights/--host-per-tensor";
+    s.host.source +=
+        "; modified by --host-copy/--host-weights/--host-per-tensor/--host-per-tensor-back";
   }
   return s;
 }
@@ -336,7 +342,11 @@ void AddPlanCommand(CLI::App& app) {
                 "host path: weights copied back into the parameters, GB/s")
       ->check(FiniteIn(0, 10000, true));
   c->add_option("--host-per-tensor", o->host_per_tensor,
-                "host path: fixed cost per tensor and direction, microseconds")
+                "host path: fixed cost per tensor, microseconds (both ways, unless "
+                "--host-per-tensor-back gives the weights' own)")
+      ->check(FiniteIn(0, 1e6, false));
+  c->add_option("--host-per-tensor-back", o->host_per_tensor_back,
+                "host path: fixed cost per tensor of the weights' way back, microseconds")
       ->check(FiniteIn(0, 1e6, false));
   c->add_option("--tensors", o->tensors,
                 "parameter tensors of the model (default: from --layers, or estimated)")
@@ -357,7 +367,9 @@ void AddPlanCommand(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--overlap", o->overlap,
                 "iteration the speedups, the scaling and the plots use: none (serial), weights, "
-                "grads (the runtime today for CUDA / CPU parameters) or step (issue 26's design)")
+                "grads (the runtime today with overlap_backward=False / in the baseline mode) or "
+                "step (with overlap_backward, SmartUpdate, when the update started during "
+                "backward is confirmed)")
       ->check(CLI::IsMember({"none", "weights", "grads", "step"}))
       ->capture_default_str();
   c->add_option("--devices", o->devices, "device counts: N, N,M,..., A-B")->capture_default_str();
@@ -435,9 +447,9 @@ void AddPlanCommand(CLI::App& app) {
       out["overlap"] = {
           {"level", planner::OverlapName(level)},
           {"runtime_today",
-           "weights for CUDA parameters (their gradients staged at step()); for CPU "
-           "parameters with overlap_backward grads, and step in SmartUpdate from the second "
-           "step when the update started during backward is confirmed (contiguous shards)"}};
+           "with overlap_backward (CPU or CUDA parameters, csdkit.torch.distributed): grads, "
+           "and step in SmartUpdate from the second step when the update started during "
+           "backward is confirmed (contiguous shards); with overlap_backward=False: weights"}};
       out["points"] = nlohmann::json::array();
       for (const PlanPoint& p : pts) {
         nlohmann::json j = p.ToJson();
@@ -483,13 +495,23 @@ void AddPlanCommand(CLI::App& app) {
                               {"busy_at_max", busy}};
       }
       if (!o->json) {
+        const auto rate = [](double bps) {
+          char b[32];
+          if (bps > 0) {
+            std::snprintf(b, sizeof b, "%.2f GB/s", bps / 1e9);
+          } else {
+            std::snprintf(b, sizeof b, "no copy");
+          }
+          return std::string(b);
+        };
         std::printf("model %s; forward+backward %.3f s (%s), backward %.3g x forward; %llu "
-                    "tensors (%s)\nsystem %s; host path %s (gradient fill %.2f GB/s, weights "
-                    "back %.2f GB/s, %.1f us per tensor)\n",
+                    "tensors (%s)\nsystem %s; host path %s (gradient fill %s + %.1f us per "
+                    "tensor, weights back %s + %.1f us per tensor)\n",
                     m.name.c_str(), m.fwd_bwd, m.fwd_bwd_from.c_str(), m.bwd_ratio,
                     static_cast<unsigned long long>(pts.front().tensors), m.tensors_from.c_str(),
-                    sys.name.c_str(), sys.host.name.c_str(), sys.host.grad_fill / 1e9,
-                    sys.host.weights_back / 1e9, sys.host.per_tensor * 1e6);
+                    sys.name.c_str(), sys.host.name.c_str(), rate(sys.host.grad_fill).c_str(),
+                    sys.host.per_tensor * 1e6, rate(sys.host.weights_back).c_str(),
+                    sys.host.per_tensor_back * 1e6);
         const auto times = [](double x) {
           char b[32];
           std::snprintf(b, sizeof b, "%.3fx", x);
@@ -513,9 +535,9 @@ void AddPlanCommand(CLI::App& app) {
                       p.bytes.Shared() / 1e9, p.bottleneck.c_str(), 100 * most);
         }
         std::printf("iteration at each overlap level, seconds (gain over serial); the runtime "
-                    "today: weights for CUDA parameters; for CPU ones grads, and step (contiguous "
-                    "shards, SmartUpdate) when the update started during backward is confirmed; "
-                    "this plan: %s shards\n",
+                    "today: with overlap_backward grads, and step (contiguous shards, "
+                    "SmartUpdate) when the update started during backward is confirmed; without "
+                    "it weights; this plan: %s shards\n",
                     planner::ShardOrderName(m.shard_order));
         std::printf("%4s %-9s %9s %17s %17s %17s\n", "N", "mode", "serial", "weights",
                     "grads", "step");

@@ -88,7 +88,7 @@ double HostPath::FillSeconds(uint64_t bytes, uint64_t tensors) const {
 
 double HostPath::BackSeconds(uint64_t bytes, uint64_t tensors) const {
   return (weights_back > 0 ? static_cast<double>(bytes) / weights_back : 0.0) +
-         per_tensor * static_cast<double>(tensors);
+         per_tensor_back * static_cast<double>(tensors);
 }
 
 nlohmann::json HostPath::ToJson() const {
@@ -96,6 +96,7 @@ nlohmann::json HostPath::ToJson() const {
           {"grad_fill_gbs", grad_fill / 1e9},
           {"weights_back_gbs", weights_back / 1e9},
           {"per_tensor_us", per_tensor * 1e6},
+          {"per_tensor_back_us", per_tensor_back * 1e6},
           {"source", source}};
 }
 
@@ -118,22 +119,21 @@ constexpr double kDevWeightsBack = 5.51e9;
 HostPath GpuMachineHostPath() {
   HostPath h;
   h.name = "gpu";
-  // docs/trainer.md, "On a GPU": the 354M bf16 GPT (353,921,024 parameters in 341 tensors,
-  // 707,842,048 gradient bytes) on 8 emulated devices. The binding's gather of the staged
-  // gradients with its finiteness check, on up to 8 threads (GradientSet::Gather): 27.3 ms per
-  // step (H200 host, 16 Xeon cores; 145.7 ms on one thread in the same call), less 341 tensors
-  // at the per-tensor cost: 707.8 MB in 23.9 ms.
-  const double bytes = 353921024.0 * 2, tensors = 341;
-  h.per_tensor = kDevPerTensor;
-  h.grad_fill = bytes / (0.0273 - tensors * kDevPerTensor);
-  // The same row measured 315 ms for the gather, the check and the weights written out on the
-  // H100 host, before the weights moved into the runtime's step: the weights took the rest,
-  // 315 - 163.7 ms, less the per-tensor cost (two hosts: an estimate).
-  h.weights_back = bytes / (0.315 - 0.1637 - tensors * kDevPerTensor);
-  h.source = "GPU machine (docs/trainer.md, the 354M bf16 run on 8 emulated devices): gradient "
-             "fill 707.8 MB in 27.3 ms (H200 host, 8 threads), weights back 707.8 MB in 315 - "
-             "163.7 ms (H100 host before the weights moved into the step; an estimate across "
-             "two hosts), per tensor as the development machine (not measured there)";
+  // docs/trainer.md, "On a GPU": the 354M bf16 GPT (353,921,024 parameters in 341 tensors) on
+  // 8 emulated devices, CUDA parameters through the gradient arena (H200 host, 16 Xeon cores,
+  // medians of iterations 1..7). No bytes cross host memory but the GPU link's own: each
+  // gradient is copied device-to-host straight into the arena (grad_out), each weight
+  // host-to-device straight from the runtime's buffer (weights_in). What is left per tensor:
+  // the optimizer's hooks in backward (bucketing, the copies' and norms' launches, the arena's
+  // bookkeeping), 18.7 ms for 341 tensors; and after the commit the parameters' write from the
+  // GPU buffer, 2.8 ms.
+  const double tensors = 341;
+  h.per_tensor = 0.0187 / tensors;
+  h.per_tensor_back = 0.0028 / tensors;
+  h.source = "GPU machine (docs/trainer.md, the 354M bf16 run on 8 emulated devices, CUDA "
+             "parameters through the gradient arena): no host copies; per tensor the hooks' "
+             "18.7 ms in backward and the parameters' 2.8 ms write after the commit, over 341 "
+             "tensors (H200 host)";
   return h;
 }
 
@@ -141,6 +141,7 @@ HostPath DevMachineHostPath() {
   HostPath h;
   h.name = "dev";
   h.per_tensor = kDevPerTensor;
+  h.per_tensor_back = kDevPerTensor;
   h.grad_fill = kDevGradFill;
   h.weights_back = kDevWeightsBack;
   h.source = "development machine (AMD EPYC, 2 shared cores): bench/optim_step.py --params "
@@ -382,7 +383,8 @@ PlanPoint PlanIteration(const PlanModel& model, const SystemProfile& sys, PlanMo
   }
   for (const auto& [what, v] : {std::pair<const char*, double>{"gradient fill", sys.host.grad_fill},
                                 {"weights back", sys.host.weights_back},
-                                {"per-tensor cost", sys.host.per_tensor}}) {
+                                {"per-tensor cost", sys.host.per_tensor},
+                                {"per-tensor cost back", sys.host.per_tensor_back}}) {
     if (!(v >= 0) || !std::isfinite(v)) {
       throw std::invalid_argument(std::string("host path ") + what +
                                   ": expected a finite value >= 0 (0: none), found " +

@@ -71,7 +71,8 @@ struct HostPath {
   std::string name;          // "gpu", "dev", "none", or "... (modified)"
   double grad_fill = 0;      // bytes of gradient (the GPU's dtype, or the Top-K stream) per second
   double weights_back = 0;   // bytes of low-precision weights per second
-  double per_tensor = 0;     // seconds per tensor, in each direction
+  double per_tensor = 0;     // seconds per tensor of the gradient's way in
+  double per_tensor_back = 0;  // seconds per tensor of the weights' way back
   std::string source;        // where the figures come from
   /// Seconds of the gradient fill for `bytes` in `tensors` tensors (0 without a host path).
   double FillSeconds(uint64_t bytes, uint64_t tensors) const;
@@ -80,10 +81,11 @@ struct HostPath {
   nlohmann::json ToJson() const;
 };
 /// The GPU machine's host (docs/trainer.md, "On a GPU": the 354M bf16 model on 8 emulated
-/// devices): the binding's gather of the staged gradients with its finiteness check on up to 8
-/// threads, 27.3 ms for 707.8 MB (H200 host, 16 cores); the weights written out, 315 - 163.7 ms for 707.8 MB (the H100
-/// host's 315 ms of both, before the weights moved into the step: two hosts, an estimate); the
-/// per-tensor cost of the development machine (not measured there).
+/// devices, CUDA parameters through the gradient arena): no host bytes (each gradient goes
+/// device-to-host straight into the arena, each weight host-to-device straight from the
+/// runtime's buffer: the GPU link's phases), per tensor the hooks' time in backward (18.7 ms
+/// for 341 tensors on the H200 host) and the parameters' device-to-device write after the
+/// commit (2.8 ms).
 HostPath GpuMachineHostPath();
 /// This project's development machine (AMD EPYC, 2 cores shared), measured with
 /// bench/optim_step.py at 51 and 903 tensors (docs/planner.md gives the commands and figures).
