@@ -450,7 +450,9 @@ def main(argv=None):
         rep = opt.last_report
         rec.update(forward=t1 - t0, backward=t2 - t1, step=t3 - t2,
                    reduce_scatter=phases.acc.get("reduce_scatter", 0.0),
-                   all_gather=phases.acc.get("all_gather", 0.0), kit_step=rep["seconds"])
+                   all_gather=phases.acc.get("all_gather", 0.0),
+                   kit_step=rep.get("seconds_in_step", rep["seconds"]))
+        rec["speculation"] = rep.get("speculation")
         rec["exposed_host"] = (rec["step"] - rec["reduce_scatter"] - rec["all_gather"]
                                - rec["kit_step"])
         for k in REPORTED:
@@ -464,10 +466,12 @@ def main(argv=None):
         recs.append(rec)
         if rank == 0 and args.log_every and (it % args.log_every == 0 or it == args.iters - 1):
             print("  iter {:4d}  loss {}  fwd {:7.1f}  bwd {:7.1f}  step {:8.1f} ms (reduce "
-                  "{:6.1f}, kit {:8.1f}, gather {:6.1f}, host {:6.1f})".format(
+                  "{:6.1f}, kit {:8.1f}, gather {:6.1f}, host {:6.1f}){}".format(
                       it, "{:.5f}".format(rec["loss"]) if "loss" in rec else "–",
                       *(1e3 * rec[k] for k in ("forward", "backward", "step", "reduce_scatter",
-                                               "kit_step", "all_gather", "exposed_host"))),
+                                               "kit_step", "all_gather", "exposed_host")),
+                      "  update during backward: " + rec["speculation"]
+                      if rec["speculation"] else ""),
                   flush=True)
     run_seconds = time.perf_counter() - t_run
     peak = torch.cuda.max_memory_allocated(device) if cuda else None

@@ -46,6 +46,7 @@ import inspect
 import json
 import math
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -952,9 +953,14 @@ class _ZeroMixin:
         # during backward, if it matches).
         local_has = [has[t] for t, _, _ in plan["pieces"]]
         hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        t_call = time.monotonic()
         rep = self._session.step_arena(local_has, group_hyper=[hyper[g] for g in plan["groups"]],
                                        weights_out=self._out_views(), mode=self._mode,
                                        loss_scale=scale * W, found_inf=skip, clip_coef=clip)
+        # The part of the runtime's step inside this call (the update may have started during
+        # backward), on the report's clock.
+        rep["seconds_in_step"] = min(rep["seconds"], max(
+            0.0, rep["finished_at"] - max(rep["started_at"], t_call)))
         spec = rep.get("speculation")
         if spec is not None and spec != "committed":
             self._spec_skip = min(64, 1 << self._spec_misses) - 1
