@@ -401,6 +401,21 @@ class PySession {
     s_->EndFill(t, r);
   }
 
+  // BeginFill / EndFill of several entries in one call (a bucket).
+  void BeginFills(const std::vector<size_t>& ts) {
+    py::gil_scoped_release nogil;
+    for (const size_t t : ts) s_->BeginFill(t);
+  }
+
+  void EndFills(const std::vector<size_t>& ts, const std::vector<double>& sumsqs) {
+    if (sumsqs.size() != ts.size()) {
+      throw std::invalid_argument("end_fills: expected one sum of squares per entry (" +
+                                  std::to_string(ts.size()) + "), found " +
+                                  std::to_string(sumsqs.size()));
+    }
+    for (size_t i = 0; i < ts.size(); ++i) EndFill(ts[i], sumsqs[i]);
+  }
+
   void SetWeightsHook(py::object hook) {
     if (hook.is_none()) {
       s_->SetWeightsHook(nullptr);
@@ -838,6 +853,10 @@ step and start_speculative refuse to run.)")
            R"(Ends begin_fill(t): sumsq is the sum of squares of t's gradient (double), as the
 caller's own pass found it (non-finite: the gradient has a non-finite value); it counts as a
 fill of t with that norm and finiteness. None: the copy failed, t has no fill.)")
+      .def("begin_fills", &PySession::BeginFills, py::arg("ts"),
+           "begin_fill of each entry of ts, in order, in one call (a bucket).")
+      .def("end_fills", &PySession::EndFills, py::arg("ts"), py::arg("sumsqs"),
+           "end_fill(ts[i], sumsqs[i]) for each i, in one call.")
       .def("weights_buffer", &PySession::WeightsBufferArray,
            R"(The runtime's buffer of the last step's new weights as a numpy uint8 array (the
 store's out dtype, or float32 without a low-precision copy; the model's elements in store

@@ -75,7 +75,13 @@ class CudaArena:
         self._pending = []                     # [(t, grad)] not launched yet
         self._pending_bytes = 0
         self._inflight = []                    # [(event, [(t, grad)], host norms)] in order
-        self._begun = set()                    # entries between begin_fill and end_fill
+        self._queued = set()                   # entries of the pending bucket
+        self._begun = set()                    # entries begun (copying), not ended yet
+        # Each entry's slice of the arena; the norms' page-locked landing slots (reused from
+        # the first slot at each step).
+        self._views = [self.arena[o:o + p.numel()] for o, p in zip(offsets, params)]
+        self._host_norms = torch.empty(2 * len(params), dtype=torch.float64, pin_memory=True)
+        self._slot = 0
         self._norm_gpu = {}                    # entry -> float64 norm of its last copy (GPU)
         self._weights_done = None              # event: the last weights_in's copies read shadow
         self.bytes_sent = 0                    # host-to-device bytes of this step's weights
@@ -84,43 +90,50 @@ class CudaArena:
 
     def queue(self, t, g):
         """Layout entry t's gradient `g` (contiguous, the parameter's dtype and shape) is to go
-        into the arena. Announced to the session now (a speculation that sent t's slice is
-        abandoned first); copied with its bucket."""
-        if t in self._begun:
+        into the arena, with its bucket: announced to the session (begin_fill: a speculation
+        that sent t's slice is abandoned first) when the bucket is launched."""
+        if t in self._queued or t in self._begun:
             self.finish()  # its earlier copy ends first (the session takes one at a time)
-        self.session.begin_fill(t)
-        self._begun.add(t)
+        self._queued.add(t)
         self._pending.append((t, g))
         self._pending_bytes += g.numel() * self.esize
         if self._pending_bytes >= BUCKET_BYTES:
             self._launch()
-        self.poll()
+            self.poll()
 
     def _launch(self):
         if not self._pending:
             return
         bucket, self._pending, self._pending_bytes = self._pending, [], 0
+        ts = [t for t, _ in bucket]
+        self._queued.clear()
+        self.session.begin_fills(ts)
+        self._begun.update(ts)
+        if self._slot + len(bucket) > self._host_norms.numel():
+            self.finish()  # (every slot of the step in use: wait for the buckets in flight)
+            self._slot = 0
+        host = self._host_norms[self._slot:self._slot + len(bucket)]
+        self._slot += len(bucket)
         cs = self.copy_stream
         cs.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(cs):
             grads = [g.reshape(-1) for _, g in bucket]
             norms = torch.stack(_norms(grads))
-            host = torch.empty(len(bucket), dtype=torch.float64, pin_memory=True)
             host.copy_(norms, non_blocking=True)
-            for (t, _), g in zip(bucket, grads):
-                o = self.offsets[t]
-                self.arena[o:o + g.numel()].copy_(g, non_blocking=True)
+            views = self._views
+            for t, g in zip(ts, grads):
+                views[t].copy_(g, non_blocking=True)
             ev = torch.cuda.Event()
             ev.record(cs)
         self._inflight.append((ev, bucket, host, norms))
-        for i, (t, _) in enumerate(bucket):
+        for i, t in enumerate(ts):
             self._norm_gpu[t] = norms[i]
 
     def _end(self, item):
         _, bucket, host, _ = item
-        for (t, _), s in zip(bucket, host.tolist()):
-            self._begun.discard(t)
-            self.session.end_fill(t, s * s)
+        ts = [t for t, _ in bucket]
+        self.session.end_fills(ts, [s * s for s in host.tolist()])
+        self._begun.difference_update(ts)
 
     def poll(self):
         """Hands the buckets whose copies are done to the session (without waiting)."""
@@ -152,6 +165,7 @@ class CudaArena:
         """After an error: waits for what is in flight and leaves every announced entry
         without a fill (the session's end_fill with None)."""
         self._pending, self._pending_bytes = [], 0
+        self._queued.clear()
         for ev, bucket, _, _ in self._inflight:
             ev.synchronize()
         self._inflight = []
@@ -159,6 +173,7 @@ class CudaArena:
             self.session.end_fill(t, None)
         self._begun.clear()
         self._norm_gpu.clear()
+        self._slot = 0
 
     # -- weights --------------------------------------------------------------------------
 
