@@ -76,7 +76,9 @@ def main():
             out = super().compute_loss(model, inputs, *rest, **kw)
             if model.training:
                 loss = out[0] if isinstance(out, tuple) else out
-                log.add(self.state.global_step + 1, loss.detach().float().item())
+                # Under DataParallel (the Trainer on several GPUs of one process) one loss per
+                # GPU: the Trainer steps with their mean, and so the record.
+                log.add(self.state.global_step + 1, loss.detach().float().mean().item())
             return out
 
     class KillAt(TrainerCallback):
