@@ -87,7 +87,9 @@ class Session {
   /// trainer that takes its weights from weights16()/weights32() starts its own copies here.
   /// From the worker threads (and the thread of StepArena), before the step commits; what it
   /// throws fails the step. Empty: none.
-  void SetWeightsHook(std::function<void(uint64_t, uint64_t)> hook) { weights_hook_ = std::move(hook); }
+  void SetWeightsHook(std::function<void(uint64_t, uint64_t)> hook) {
+    weights_hook_ = std::move(hook);
+  }
   /// The runtime's buffer of the last step's weights (the store's out dtype, or fp32 weights
   /// with StepOptions::fp32_weights_out), P elements in store order; it is written during
   /// every step. Null before it exists (fp32 weights: before the first step that asks for them).

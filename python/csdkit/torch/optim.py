@@ -11,8 +11,9 @@ device), and every step runs there:
     parameters' (else csdkit.StoreError), or resume() loads its weights into the model;
   * every step hands over each parameter's .grad by address (None allowed), with this step's
     hyper-parameters read from self.param_groups (torch.optim.lr_scheduler works unchanged),
-    and the kit writes the updated weights back into the parameters in place (CUDA parameters
-    go through pinned host buffers);
+    and the kit writes the updated weights back into the parameters in place (CUDA parameters:
+    each gradient device-to-host straight into the session's page-locked gradient arena, each
+    new weight host-to-device from the runtime's weights buffer; see _cuda_arena.py);
   * state_dict() / load_state_dict() speak PyTorch's format, so checkpoints move between
     torch.optim.X and csdkit.torch.X both ways; `state` is a read-only view of the store's
     committed step keyed by parameter (state_dict()'s entries, read when accessed);
@@ -1074,16 +1075,20 @@ class _StoreOptimizer(torch.optim.Optimizer):
         The report (last_report) gets 'host_seconds': perf_counter() intervals of this call
         outside the runtime's own clock, which together cover it up to the report's hand-over:
         'setup' (group checks, opening or creating the store, the GradScaler's state),
-        'gradients_out' (checks, this step's hyper-parameters; CUDA: the copies into pinned
-        host buffers and the wait for them; compress=: accumulation, selection, encoding and the
-        streams' copy to the host),
-        'session' (the binding's step call: the gather into the transfer buffer with its
-        finiteness check, the runtime's step -- the report's 'seconds' --, the weights written
-        to the parameters or, for CUDA, to the pinned buffers), 'weights_in' (CUDA: the copies
-        back into the parameters, queued without waiting for them; compress=: also the
-        residual's update). 'seconds_in_step': the part of the runtime's step that ran inside
-        this call -- its 'seconds' unless the step started during backward (overlap_backward:
-        then from the binding's call on, by the report's 'started_at'/'finished_at').
+        'gradients_out' (checks, this step's hyper-parameters; CUDA: the copies into the
+        gradient arena not made during backward, the wait for them and the check of those made
+        during backward; CPU: the fills not made during backward; compress=: accumulation,
+        selection, encoding and the streams' copy to the host),
+        'session' (the binding's step call: the runtime's step -- the report's 'seconds' --, the
+        weights written to the parameters (CPU) or sent to the GPU buffer (CUDA) as they come),
+        'weights_in' (CUDA: the parameters written from the GPU buffer, queued without waiting
+        for them; compress=: also the residual's update), and 'hooks' (the time spent in the
+        gradient hooks during backward since the last step). 'seconds_in_step': the part of the
+        runtime's step that ran inside this call -- its 'seconds' unless the step started during
+        backward (overlap_backward: then from the binding's call on, by the report's
+        'started_at'/'finished_at').
+        'host_bytes': the bytes moved on the host for the step (docs/trainer.md, "CUDA
+        parameters: each byte once"), with 'weights_sent' (host-to-device) added here.
         """
         t_enter = time.perf_counter()
         loss = None
