@@ -12,6 +12,12 @@ import torch
 
 torch.set_num_threads(1)  # deterministic and polite on a shared machine
 
+
+def pytest_configure(config):
+    # ctest's python_pytest (label quick) runs -m "not nightly"; python_pytest_nightly the rest:
+    # further variants of what a quick test already covers.
+    config.addinivalue_line("markers", "nightly: a further variant, run by the nightly tests")
+
 # Every test uses 2 emulated SmartSSDs (backend model). A store of a layout is split into
 # shards of whole 65536-element blocks, one per device, so a single-group model needs more than
 # 65536 parameters for 2 devices: the MLP below has 74753.

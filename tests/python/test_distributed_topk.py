@@ -18,6 +18,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 import torch
 
 import csdkit.torch as ct
@@ -285,6 +286,7 @@ def test_two_ranks_equal_slice_references_skip_together_and_keep_residuals(tmp_p
     assert all(torch.isfinite(v).all() for _, _, v in res[1]["streams"][3])
 
 
+@pytest.mark.nightly
 def test_four_ranks_bf16_equal_slice_references(tmp_path):
     """4 ranks, bf16 (gloo sums in float32, each owner rounds its slice once), TopK(0.1), 3
     steps: every rank's weights and residuals equal its slice reference's bit for bit; residual

@@ -194,7 +194,7 @@ def kill_and_resume(tmp_path, script, optimizer, what, *opts):
                   len(wa)))
 
 
-@pytest.mark.parametrize("optimizer", ["kit", "torch"])
+@pytest.mark.parametrize("optimizer", ["kit", pytest.param("torch", marks=pytest.mark.nightly)])
 def test_plain_loop_kill_and_resume(tmp_path, optimizer):
     """compiled.py --no-compile: torch.save checkpoints of the model's and the optimizer's
     state_dict(), resumed with load_state_dict(). Runs wherever torch does (the CI machine:

@@ -67,8 +67,9 @@ def _tree(path):
     return out
 
 
-@pytest.mark.parametrize("old,new,dtype,devices", [(4, 2, "fp32", None), (2, 3, "bf16", None),
-                                                    (4, 1, "fp32", 2)])
+@pytest.mark.parametrize("old,new,dtype,devices", [
+    (4, 2, "fp32", None), (2, 3, "bf16", None),
+    pytest.param(4, 1, "fp32", 2, marks=pytest.mark.nightly)])
 def test_reshard_then_continue_equal_to_single_process(tmp_path, old, new, dtype, devices):
     """`old` ranks take 2 steps; reshard to `new` ranks (4→1 also to 2 devices: the model's
     two param groups make two 65536-element blocks, the most devices a store of it can have);

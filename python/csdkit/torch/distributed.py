@@ -48,12 +48,15 @@ import math
 import os
 import time
 
+import weakref
+
 import torch
 import torch.distributed as dist
 
 import csdkit
 
 from . import optim as _optim
+from ._cuda_arena import _register as _register_host
 
 __all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion", "partition", "reshard"]
 
@@ -144,6 +147,10 @@ class _ZeroMixin:
         # After a resume that rolled stores back to the common step: {step, ranks, steps}.
         self.rolled_back = None
         self._bucket_pg = None   # the buckets' reductions (their own group: see _make_buckets)
+        self._cuda_weights = False  # CUDA parameters: the weights hook (_on_weights)
+        self._cuda_pinned = None    # CUDA: the page-locked host buffers' addresses
+        self._weights_buf, self._weights_pinned, self._weights_read = None, False, None
+        self._bytes_sent = 0
         self._works = {}         # bucket -> [works, {param: (grad, _version, probe) or None}]
         self._filled = set()     # this rank's pieces filled into the arena since the last step
         self._piece_sumsq = {}   # piece -> float64 sum of squares of its reduced gradient
@@ -585,7 +592,8 @@ class _ZeroMixin:
         self._flat_weights = torch.zeros(n, dtype=dtype, device=dev)
         lo, hi = plan["lo"], plan["hi"]
         cpu = dev.type == "cpu"
-        self._weights_host = None if cpu else torch.empty(hi - lo, dtype=dtype, pin_memory=True)
+        # CUDA: the new weights come from the runtime's buffer through the weights hook.
+        self._cuda_weights = not cpu
         self._make_buckets()
 
     def _make_buckets(self):
@@ -740,6 +748,8 @@ class _ZeroMixin:
         external fill: rounded to the grad dtype where the sum is float32, the float64 sum of
         squares of the sum from the same pass where it lives)."""
         sess = self._session
+        if self._cuda_weights:
+            self._cuda_setup()  # (the arena page-locked before the first copy into it)
         if self._arena is None:
             self._arena = torch.from_numpy(sess.grad_arena()).view(self._params[0].dtype)
             self._arena_offsets = sess.tensor_offsets
@@ -870,14 +880,79 @@ class _ZeroMixin:
         return True
 
     def _out_views(self):
-        """The session's weights_out: this rank's pieces of the flat weights (CPU) or of the
-        pinned host buffer (CUDA)."""
+        """The session's weights_out: this rank's pieces of the flat weights (CPU); None for
+        each (CUDA: the weights hook copies them from the runtime's buffer, _on_weights)."""
         plan = self._plan_
-        dst = (self._flat_weights[plan["lo"]:plan["hi"]] if self._weights_host is None
-               else self._weights_host)
-        return self._piece_views(dst, plan["lo"])
+        if self._cuda_weights:
+            return [None] * len(plan["pieces"])
+        return self._piece_views(self._flat_weights[plan["lo"]:plan["hi"]], plan["lo"])
+
+    # -- CUDA: the arena and the runtime's weights buffer, page-locked ---------------------
+
+    def _cuda_setup(self):
+        """CUDA parameters: the arena and the weights buffer page-locked in place (the pieces'
+        device-to-host copies are DMA), the weights hook installed. Once per session."""
+        if self._device.type != "cuda" or self._cuda_pinned is not None:
+            return
+        sess = self._session
+        self._cuda_pinned = []
+        if self._arena is None:
+            self._arena = torch.from_numpy(sess.grad_arena()).view(self._params[0].dtype)
+            self._arena_offsets = sess.tensor_offsets
+        self._cuda_pinned.append(_register_host(sess.grad_arena()))
+        self._h2d = torch.cuda.Stream(self._device)
+        me = weakref.ref(self)
+        sess.set_weights_hook(lambda begin, n: me()._on_weights(begin, n))
+
+    def _pin_weights(self):
+        """The runtime's weights buffer as a tensor, page-locked once it exists (float32
+        weights: after the first step)."""
+        if self._weights_buf is not None and self._weights_pinned:
+            return
+        buf = self._session.weights_buffer()
+        if buf is None:
+            return
+        self._weights_buf = torch.from_numpy(buf).view(self._params[0].dtype)
+        self._cuda_pinned.append(_register_host(buf))
+        self._weights_pinned = True
+
+    def _on_weights(self, begin, n):
+        """The weights hook (a runtime worker, with the GIL): store elements [begin, begin + n)
+        of this rank's new weights go host-to-device into its chunk of the flat weights, piece
+        by piece (the store's group padding skipped)."""
+        if self._weights_buf is None:  # (float32 weights, first step: not page-locked yet)
+            self._weights_buf = torch.from_numpy(self._session.weights_buffer()).view(
+                self._params[0].dtype)
+        plan, offs = self._plan_, self._arena_offsets
+        end = begin + n
+        with torch.cuda.stream(self._h2d):
+            for j, (_, a, b) in enumerate(plan["pieces"]):
+                lo, hi = max(begin, offs[j]), min(end, offs[j] + (b - a))
+                if lo < hi:
+                    at = a + lo - offs[j]
+                    self._flat_weights[at:at + hi - lo].copy_(self._weights_buf[lo:hi],
+                                                              non_blocking=True)
+                    self._bytes_sent += (hi - lo) * self._flat_weights.element_size()
+
+    def _before_session_step(self):
+        """CUDA: the weights hook's copies of this step wait for the last step's reads of the
+        flat weights; the byte count starts."""
+        self._bytes_sent = 0
+        if not self._cuda_weights:
+            return
+        self._cuda_setup()
+        self._pin_weights()
+        if self._weights_read is not None:
+            self._h2d.wait_event(self._weights_read)
 
     def _drop_session(self):
+        if self._cuda_pinned:
+            torch.cuda.synchronize(self._device)
+            for ptr in self._cuda_pinned:
+                if ptr is not None:
+                    torch.cuda.cudart().cudaHostUnregister(ptr)
+        self._cuda_pinned = None
+        self._weights_buf, self._weights_pinned, self._weights_read = None, False, None
         self._arena = None  # (a view of the session's arena keeps it alive)
         self._works, self._filled, self._piece_sumsq = {}, set(), {}
         super()._drop_session()
@@ -953,6 +1028,7 @@ class _ZeroMixin:
         # during backward, if it matches).
         local_has = [has[t] for t, _, _ in plan["pieces"]]
         hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        self._before_session_step()
         t_call = time.monotonic()
         rep = self._session.step_arena(local_has, group_hyper=[hyper[g] for g in plan["groups"]],
                                        weights_out=self._out_views(), mode=self._mode,
@@ -977,21 +1053,26 @@ class _ZeroMixin:
         if not skip:
             self._publish_weights(has)
         rep["rank"], rep["world_size"], rep["clip_coef"] = self._rank, W, clip
+        rep["host_bytes"]["weights_sent"] = self._bytes_sent
         if self._max_grad_norm > 0:
             rep["grad_norm"] = norm
         self._finish_step(rep, grad_scaler, scaler_state)
         return loss
 
     def _publish_weights(self, has):
-        """Step 4: this rank's new weights (in its chunk of the flat weights buffer, or the
-        pinned host buffer) all-gathered, and copied into the parameters stepped (`has`)."""
+        """Step 4: this rank's new weights (in its chunk of the flat weights buffer: written
+        there by the session (CPU) or by the weights hook (CUDA)) all-gathered, and copied into
+        the parameters stepped (`has`)."""
         plan = self._plan_
-        if self._weights_host is not None:
-            self._flat_weights[plan["lo"]:plan["hi"]].copy_(self._weights_host)
+        if self._cuda_weights:
+            torch.cuda.current_stream(self._device).wait_stream(self._h2d)
         self._all_gather_flat(self._flat_weights)
         for p, off, h in zip(self._params, plan["offsets"], has):
             if h:
                 p.copy_(self._flat_weights[off:off + p.numel()].reshape(p.shape))
+        if self._cuda_weights:  # the next step's hook copies wait for these reads
+            self._weights_read = torch.cuda.Event()
+            self._weights_read.record(torch.cuda.current_stream(self._device))
 
     def _gather_floats(self, values):
         """Every rank's list of numbers (float64, all-gathered), in rank order."""
@@ -1044,12 +1125,11 @@ class _ZeroMixin:
         clip = 1.0
         if self._max_grad_norm > 0 and not skip:
             clip = min(1.0, self._max_grad_norm / (norm / scale + 1e-6))
-        dst = (self._flat_weights[lo:plan["hi"]] if self._weights_host is None
-               else self._weights_host)
         hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        self._before_session_step()
         rep = self._session.step_sparse(
             streams, group_hyper=[hyper[g] for g in plan["groups"]],
-            weights_out=self._piece_views(dst, lo), mode=self._mode, loss_scale=kit_scale,
+            weights_out=self._out_views(), mode=self._mode, loss_scale=kit_scale,
             found_inf=skip, clip_coef=clip,
             no_grad=[j for j, g in enumerate(local) if g is None])
         if bool(rep["skipped"]) != skip:
@@ -1061,6 +1141,7 @@ class _ZeroMixin:
             self._topk_commit(acc, local, kit_scale)
             self._publish_weights(has)
         rep["rank"], rep["world_size"], rep["clip_coef"] = self._rank, W, clip
+        rep["host_bytes"]["weights_sent"] = self._bytes_sent
         if self._max_grad_norm > 0:
             rep["grad_norm"] = norm
         return rep
