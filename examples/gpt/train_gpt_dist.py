@@ -453,6 +453,7 @@ def main(argv=None):
                    all_gather=phases.acc.get("all_gather", 0.0),
                    kit_step=rep.get("seconds_in_step", rep["seconds"]))
         rec["speculation"] = rep.get("speculation")
+        rec["host_bytes"] = dict(rep.get("host_bytes", {}))
         rec["exposed_host"] = (rec["step"] - rec["reduce_scatter"] - rec["all_gather"]
                                - rec["kit_step"])
         for k in REPORTED:
@@ -474,6 +475,9 @@ def main(argv=None):
                       if rec["speculation"] else ""),
                   flush=True)
     run_seconds = time.perf_counter() - t_run
+    if rank == 0 and recs:
+        print("bytes moved on rank 0's host in its last step: {}".format(recs[-1]["host_bytes"]),
+              flush=True)
     peak = torch.cuda.max_memory_allocated(device) if cuda else None
 
     held = tg.held_out_loss(model, held_out, args) if args.grads == "model" else None
