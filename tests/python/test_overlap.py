@@ -322,3 +322,29 @@ def test_the_update_starts_in_the_last_pass_of_gradient_accumulation(tmp_path):
     assert_same_bits(m_on, m_off)
     del o_on, o_off
     assert slot_files(tmp_path / "on") == slot_files(tmp_path / "off")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_topk_steps_alike_with_and_without_overlap(tmp_path, dtype):
+    """compress=TopK: the selection needs the whole accumulated gradient, so the step takes
+    the serial path whatever overlap_backward says (its hooks copy nothing): the plan of
+    test_overlapped_equals_serial_bit_for_bit (clipping, None gradients, a non-finite value, in
+    place changes, accumulation) gives the same store bytes and parameters bit for bit, and no
+    bytes are copied into the arena."""
+    x, y = make_data(seed=5, n=64)
+    outs = []
+    for overlap in (True, False):
+        model = make(dtype)
+        opt = ct.AdamW(groups(model), lr=3e-3, store=tmp_path / ("on" if overlap else "off"),
+                       devices=2, max_grad_norm=5.0, compress=ct.TopK(0.05),
+                       overlap_backward=overlap)
+        reps = run(model, opt, x, y, PLAN)
+        outs.append((model, opt, reps))
+    (m_on, o_on, r_on), (m_off, o_off, r_off) = outs
+    assert [r["skipped"] for r in r_on] == [r["skipped"] for r in r_off]
+    assert any(r["skipped"] for r in r_on) and not all(r["skipped"] for r in r_on)
+    assert all("speculation" not in r and r["host_bytes"]["gradients_copied"] == 0
+               for r in r_on)
+    assert_same_bits(m_on, m_off)
+    del o_on, o_off
+    assert slot_files(tmp_path / "on") == slot_files(tmp_path / "off")
