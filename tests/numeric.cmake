@@ -21,3 +21,21 @@ target_link_libraries(fp16_exhaustive_test PRIVATE ${_csdkit_fp16_libs} Threads:
 target_compile_definitions(fp16_exhaustive_test PRIVATE CSDKIT_FP16_EXHAUSTIVE=1)
 add_test(NAME fp16_exhaustive_test COMMAND fp16_exhaustive_test)
 set_tests_properties(fp16_exhaustive_test PROPERTIES LABELS "exhaustive;numeric" TIMEOUT 1800)
+
+# The compressed state formats' numeric core (csdkit/hls/state_q8.h) against the independent
+# numpy reference's golden vectors, written at build time by tests/reference/state_formats.py.
+if(EXISTS /usr/bin/python3)
+  set(_csdkit_q8_vectors ${CMAKE_CURRENT_BINARY_DIR}/state_q8_vectors.bin)
+  add_custom_command(
+    OUTPUT ${_csdkit_q8_vectors}
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/reference/state_formats.py
+            --vectors ${_csdkit_q8_vectors}
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/reference/state_formats.py
+    COMMENT "Golden vectors of the q8 state formats (the numpy reference)")
+  add_custom_target(state_q8_vectors DEPENDS ${_csdkit_q8_vectors})
+  csdkit_test(state_q8_test)
+  add_dependencies(state_q8_test state_q8_vectors)
+  target_compile_definitions(state_q8_test PRIVATE CSDKIT_Q8_VECTORS="${_csdkit_q8_vectors}")
+  add_test(NAME state_q8_test COMMAND state_q8_test)
+  set_tests_properties(state_q8_test PROPERTIES LABELS "quick;numeric" TIMEOUT 120)
+endif()

@@ -9,6 +9,7 @@ binary32 arithmetic (round to nearest even, IEEE subnormals) where it speaks of 
 operations. The FTZ/DAZ policy is an argument where it matters (ftz=True).
 
     /usr/bin/python3 tests/reference/state_formats.py --tables   # the tables' SHA-256 and sizes
+    /usr/bin/python3 tests/reference/state_formats.py --vectors F  # golden vectors (C++ tests)
 """
 
 import argparse
@@ -221,11 +222,85 @@ def bf16_to_f32(h):
     return from_bits(np.asarray(h, dtype=np.uint32) << 16)
 
 
+# -- golden vectors for the kit's implementations --------------------------------------------
+
+VECTOR_BLOCKS = 64       # blocks per (map, policy) case
+VECTOR_RANDOM = 4096     # random16 elements
+VECTOR_THETA = 4096      # stochastic roundings
+VECTOR_SEED = 0x0123456789ABCDEF
+VECTOR_STEP = 0x100000007
+
+
+def _vector_blocks(rng, signed):
+    """VECTOR_BLOCKS blocks of 256 binary32 values: the corner cases of the contract first
+    (zeros of both signs, a subnormal-only block, a NaN and an infinity, values exactly on the
+    thresholds with absmax 1, the smallest and largest magnitudes, huge and tiny absmax), then
+    random values over many decades with random signs (non-negative for the unsigned map)."""
+    table = TM if signed else TU
+    blocks = [np.zeros(BLOCK, F32),
+              from_bits(np.where(np.arange(BLOCK) % 2, 0x80000000, 0).astype(np.uint32)),
+              from_bits(rng.integers(1, 0x00800000, BLOCK).astype(np.uint32)),   # subnormals
+              np.concatenate([np.ones(BLOCK - 1, F32), [F32(np.nan)]]).astype(F32),
+              np.concatenate([np.ones(BLOCK - 1, F32), [F32(np.inf)]]).astype(F32)]
+    on = np.zeros(BLOCK, F32)
+    on[0] = 1
+    on[1:1 + table.size] = table[:BLOCK - 1]
+    blocks.append(on)
+    blocks.append(np.concatenate([[F32(3e38)], np.full(BLOCK - 1, F32(1e-30))]).astype(F32))
+    blocks.append(np.concatenate([[F32(2.0 ** -126)],
+                                  from_bits(rng.integers(1, 0x00800000, BLOCK - 1)
+                                            .astype(np.uint32))]).astype(F32))
+    while len(blocks) < VECTOR_BLOCKS:
+        mag = 10.0 ** rng.uniform(-12, 4, BLOCK)
+        x = (mag * rng.uniform(0.5, 1.0, BLOCK)).astype(F32)
+        x[rng.random(BLOCK) < 0.1] = 0
+        if signed:
+            x = np.where(rng.random(BLOCK) < 0.5, -x, x).astype(F32)
+        blocks.append(x)
+    return np.concatenate(blocks).astype(F32)
+
+
+def write_vectors(path):
+    """The little-endian golden vectors tests/state_q8_test.cpp reads, in this order: for each
+    case (signed map, then unsigned; IEEE, then FTZ) the inputs x (VECTOR_BLOCKS · 256 binary32),
+    the codes (uint8), the absmax values (binary32) and the dequantized codes (binary32); then
+    VECTOR_RANDOM element indices (uint64) with their random16(VECTOR_SEED, VECTOR_STEP, .)
+    (uint32); then VECTOR_THETA binary32 values θ', R (uint32) and their stochastic bf16
+    (uint16)."""
+    rng = np.random.default_rng(28)
+    parts = []
+    for signed in (True, False):
+        x = _vector_blocks(rng, signed)
+        for ftz in (False, True):
+            codes, absmax = quantize(x, signed, ftz)
+            parts += [x.astype("<f4"), codes, absmax.astype("<f4"),
+                      dequantize(codes, absmax, signed, ftz).astype("<f4")]
+    idx = np.concatenate([np.arange(64, dtype=np.uint64),
+                          rng.integers(0, 2 ** 40, VECTOR_RANDOM - 65).astype(np.uint64),
+                          np.array([2 ** 64 - 1], dtype=np.uint64)])
+    parts += [idx.astype("<u8"), random16(VECTOR_SEED, VECTOR_STEP, idx).astype("<u4")]
+    theta = from_bits(rng.integers(0, 2 ** 32, VECTOR_THETA, dtype=np.uint64).astype(np.uint32))
+    theta[:4] = [F32(0), F32(-0.0), F32(np.inf), F32(3.3895314e38)]     # the largest bf16s
+    theta = _canon(theta)                                                 # theta' is canonical
+    r16 = rng.integers(0, 2 ** 16, VECTOR_THETA).astype(np.uint32)
+    r16[:2] = 0xFFFF
+    parts += [theta.astype("<f4"), r16.astype("<u4"),
+              round_bf16_stochastic(theta, r16).astype("<u2")]
+    with open(path, "wb") as f:
+        for part in parts:
+            f.write(np.ascontiguousarray(part).tobytes())
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tables", action="store_true",
                     help="print the four tables' sizes, ends and SHA-256 digests")
+    ap.add_argument("--vectors", metavar="FILE",
+                    help="write the golden vectors of tests/state_q8_test.cpp to FILE")
     args = ap.parse_args(argv)
+    if args.vectors:
+        write_vectors(args.vectors)
+        return 0
     if not args.tables:
         ap.print_help()
         return 2
