@@ -17,7 +17,7 @@ import torch
 import csdkit
 import csdkit.torch as ct
 from conftest import make_data
-from test_overlap import PLAN, assert_same_bits, groups, loss_of, make, slot_files
+from test_overlap import PLAN, assert_same_bits, groups, loss_of, make, run, slot_files
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(),
@@ -26,37 +26,8 @@ pytestmark = pytest.mark.skipif(
 CUDA = torch.device("cuda")
 
 
-def run(model, opt, x, y, plan):
-    """test_overlap.run's plan on CUDA, plus 'data': every gradient halved through .data after
-    backward (no version bump: the norm check must see it)."""
-    reports = []
-    for i, tags in enumerate(plan):
-        opt.zero_grad(set_to_none=True)
-        xs = x.to(next(model.parameters()).dtype) * (1.0 + 0.25 * i)
-        loss_of(model, xs, y).backward()
-        if "accum" in tags:
-            loss_of(model, xs.flip(0), y).backward()
-        with torch.no_grad():
-            if "none" in tags:
-                model.fc2.bias.grad = None
-                model.head.weight.grad = None
-            if "inf" in tags:
-                model.fc2.weight.grad[3, 7] = float("inf")
-            if "scale" in tags:
-                for p in model.parameters():
-                    if p.grad is not None:
-                        p.grad.mul_(0.5)
-            if "data" in tags:
-                for p in model.parameters():
-                    if p.grad is not None:
-                        p.grad.data.mul_(0.5)
-            if "replace" in tags:
-                model.fc1.bias.grad = model.fc1.bias.grad * 2
-        opt.step()
-        reports.append(dict(opt.last_report))
-    return reports
-
-
+# test_overlap's plan on CUDA, plus 'data': every gradient halved through .data after
+# backward (no version bump: the norm check must see it).
 CUDA_PLAN = PLAN + [set(), {"data"}, set(), set()]
 
 

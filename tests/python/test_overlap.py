@@ -61,8 +61,9 @@ def assert_same_bits(model_a, model_b):
 def run(model, opt, x, y, plan):
     """Steps by `plan`: per step a set of tags. 'none': fc2.bias and head.weight get no gradient;
     'inf': a non-finite gradient value (the step is skipped); 'scale': every gradient halved in
-    place after backward; 'replace': fc1.bias's gradient replaced by a new tensor; 'accum': two
-    backward passes (gradient accumulation). Returns the reports."""
+    place after backward; 'data': halved through .data (no version bump); 'replace': fc1.bias's
+    gradient replaced by a new tensor; 'accum': two backward passes (gradient accumulation).
+    Returns the reports."""
     reports = []
     for i, tags in enumerate(plan):
         opt.zero_grad(set_to_none=True)
@@ -80,6 +81,10 @@ def run(model, opt, x, y, plan):
                 for p in model.parameters():
                     if p.grad is not None:
                         p.grad.mul_(0.5)
+            if "data" in tags:
+                for p in model.parameters():
+                    if p.grad is not None:
+                        p.grad.data.mul_(0.5)
             if "replace" in tags:
                 model.fc1.bias.grad = model.fc1.bias.grad * 2
         opt.step()

@@ -41,6 +41,14 @@ def _register(array):
     return ptr
 
 
+def _unregister(ptrs, device):
+    """Waits for the device's copies, then unpins what _register pinned (None: nothing)."""
+    torch.cuda.synchronize(device)
+    for ptr in ptrs:
+        if ptr is not None:
+            torch.cuda.cudart().cudaHostUnregister(ptr)
+
+
 def _norms(tensors):
     """Each tensor's L2 norm in float64, on the tensors' device: one value per tensor that does
     not depend on the other tensors of the list (torch._foreach_norm's per-tensor reduction;
@@ -233,10 +241,7 @@ class CudaArena:
             self.abort()
         except Exception:  # pylint: disable=broad-except
             pass  # (closing after an error: nothing more to hand back)
-        torch.cuda.synchronize(self.device)
-        for ptr in self._pinned:
-            if ptr is not None:
-                torch.cuda.cudart().cudaHostUnregister(ptr)
+        _unregister(self._pinned, self.device)
         self._pinned = []
         self.arena = self.weights = self._arena_np = self._weights_np = None
         self.shadow = None

@@ -57,6 +57,7 @@ import csdkit
 
 from . import optim as _optim
 from ._cuda_arena import _register as _register_host
+from ._cuda_arena import _unregister as _unregister_host
 
 __all__ = ["AdamW", "Adam", "SGD", "Adagrad", "Lion", "partition", "reshard"]
 
@@ -590,10 +591,8 @@ class _ZeroMixin:
         n = plan["chunk"] * W
         self._flat_grad = torch.zeros(n, dtype=self._reduce_dtype, device=dev)
         self._flat_weights = torch.zeros(n, dtype=dtype, device=dev)
-        lo, hi = plan["lo"], plan["hi"]
-        cpu = dev.type == "cpu"
         # CUDA: the new weights come from the runtime's buffer through the weights hook.
-        self._cuda_weights = not cpu
+        self._cuda_weights = dev.type != "cpu"
         self._make_buckets()
 
     def _make_buckets(self):
@@ -861,25 +860,12 @@ class _ZeroMixin:
             self._launched += 1
         self._poll_buckets()
 
-    def _start_speculation(self):
-        """As csdkit.torch's: this rank's store starts the update with the last step's pieces
-        with a gradient and loss scale, clip coefficient 1, no non-finite value."""
-        if self._mode != "smart":
-            return False
-        if self._spec_skip > 0:
-            self._spec_skip -= 1
-            return False
-        has, kit_scale, _ = self._spec_last
-        try:
-            hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
-            self._session.start_speculative(
-                has, group_hyper=[hyper[g] for g in self._plan_["groups"]],
-                loss_scale=kit_scale, weights_out=self._out_views(), mode=self._mode)
-        except Exception:  # pylint: disable=broad-except
-            return False  # step() finds and raises what is wrong
-        return True
+    def _session_hyper(self):
+        """This step's hyper-parameters of the groups this rank's store holds, in its order."""
+        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
+        return [hyper[g] for g in self._plan_["groups"]]
 
-    def _out_views(self):
+    def _weights_out(self):
         """The session's weights_out: this rank's pieces of the flat weights (CPU); None for
         each (CUDA: the weights hook copies them from the runtime's buffer, _on_weights)."""
         plan = self._plan_
@@ -947,10 +933,7 @@ class _ZeroMixin:
 
     def _drop_session(self):
         if self._cuda_pinned:
-            torch.cuda.synchronize(self._device)
-            for ptr in self._cuda_pinned:
-                if ptr is not None:
-                    torch.cuda.cudart().cudaHostUnregister(ptr)
+            _unregister_host(self._cuda_pinned, self._device)
         self._cuda_pinned = None
         self._weights_buf, self._weights_pinned, self._weights_read = None, False, None
         self._arena = None  # (a view of the session's arena keeps it alive)
@@ -1027,11 +1010,10 @@ class _ZeroMixin:
         # 3. This rank's slice through its store, from the arena (confirming the update started
         # during backward, if it matches).
         local_has = [has[t] for t, _, _ in plan["pieces"]]
-        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
         self._before_session_step()
         t_call = time.monotonic()
-        rep = self._session.step_arena(local_has, group_hyper=[hyper[g] for g in plan["groups"]],
-                                       weights_out=self._out_views(), mode=self._mode,
+        rep = self._session.step_arena(local_has, group_hyper=self._session_hyper(),
+                                       weights_out=self._weights_out(), mode=self._mode,
                                        loss_scale=scale * W, found_inf=skip, clip_coef=clip)
         # The part of the runtime's step inside this call (the update may have started during
         # backward), on the report's clock.
@@ -1125,11 +1107,10 @@ class _ZeroMixin:
         clip = 1.0
         if self._max_grad_norm > 0 and not skip:
             clip = min(1.0, self._max_grad_norm / (norm / scale + 1e-6))
-        hyper = [self._group_hyper(g) for g in self.param_groups if g["params"]]
         self._before_session_step()
         rep = self._session.step_sparse(
-            streams, group_hyper=[hyper[g] for g in plan["groups"]],
-            weights_out=self._out_views(), mode=self._mode, loss_scale=kit_scale,
+            streams, group_hyper=self._session_hyper(),
+            weights_out=self._weights_out(), mode=self._mode, loss_scale=kit_scale,
             found_inf=skip, clip_coef=clip,
             no_grad=[j for j, g in enumerate(local) if g is None])
         if bool(rep["skipped"]) != skip:

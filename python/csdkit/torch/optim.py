@@ -984,14 +984,18 @@ class _StoreOptimizer(torch.optim.Optimizer):
             return False
         has_grad, loss_scale, _ = self._spec_last
         try:
-            hyper = [self._group_hyper(g) for g in self._store_groups()]
             if self._cuda is not None:
                 self._cuda.finish()  # the earlier passes' copies end first
-            self._session.start_speculative(has_grad, group_hyper=hyper, loss_scale=loss_scale,
+            self._session.start_speculative(has_grad, group_hyper=self._session_hyper(),
+                                            loss_scale=loss_scale,
                                             weights_out=self._weights_out(), mode=self._mode)
         except Exception:  # pylint: disable=broad-except
             return False  # step() finds and raises what is wrong
         return True
+
+    def _session_hyper(self):
+        """This step's hyper-parameters of the session's groups, in its order."""
+        return [self._group_hyper(g) for g in self._store_groups()]
 
     def _uses_arena(self):
         return self._cuda is not None or (self._overlap and self._compress is None
@@ -1130,7 +1134,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
             return loss  # as torch.optim: nothing to update, no step counted
         if any(s is not None for s in self._staging):
             torch.cuda.synchronize()
-        hyper = [self._group_hyper(g) for g in self._store_groups()]
+        hyper = self._session_hyper()
         out = self._weights_out()
         if arena:
             rep = self._step_arena(grads, hyper, out, loss_scale, found_inf, stale=unscaled)
