@@ -213,3 +213,27 @@ TEST(Crc32Host, EveryImplementationEqualsZlib) {
 
 }  // namespace
 }  // namespace csdkit::testing
+
+// The combination used for a q8 moment's lanes (its codes, then its absmax values) equals
+// zlib's crc32_combine and the CRC of the concatenated bytes, for lengths of B from 0 to past a
+// sparse block's absmax values.
+TEST(Crc32, CombineEqualsZlibAndTheConcatenation) {
+  std::vector<uint8_t> bytes(70000);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (uint8_t& b : bytes) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    b = static_cast<uint8_t>(x >> 56);
+  }
+  for (size_t len_a : {size_t{0}, size_t{1}, size_t{256}, size_t{5000}}) {
+    for (size_t len_b : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{1024}, size_t{4096},
+                         size_t{65535}}) {
+      const uint32_t a = static_cast<uint32_t>(crc32_z(0, bytes.data(), len_a));
+      const uint32_t b = static_cast<uint32_t>(crc32_z(0, bytes.data() + len_a, len_b));
+      const uint32_t whole = static_cast<uint32_t>(crc32_z(0, bytes.data(), len_a + len_b));
+      const uint32_t zl = static_cast<uint32_t>(crc32_combine(a, b, static_cast<z_off_t>(len_b)));
+      EXPECT_EQ(csdkit::hls::Crc32Combine(a, b, len_b), whole)
+          << "len_a " << len_a << " len_b " << len_b;
+      EXPECT_EQ(zl, whole);
+    }
+  }
+}

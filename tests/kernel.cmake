@@ -6,7 +6,7 @@ target_link_libraries(csdkit_test_util PUBLIC csdkit_platform csdkit_runtime)
 target_include_directories(csdkit_test_util PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(csdkit_test_util PRIVATE ${CSDKIT_MODEL_FLAGS} -O2)
 
-foreach(t kernel_test datapath_test sparse_test rules_test args_table_test crc_test)
+foreach(t kernel_test state_q8_kernel_test datapath_test sparse_test rules_test args_table_test crc_test)
   csdkit_test(${t})
   target_link_libraries(${t} PRIVATE csdkit_test_util)
   gtest_discover_tests(${t} PROPERTIES LABELS quick DISCOVERY_TIMEOUT 60)
@@ -149,3 +149,38 @@ JSON
   sh $<TARGET_FILE:csdkit> ${csdkit_golden_dir}/hand_written)
 set_tests_properties(kernel_replay_hand_written PROPERTIES LABELS quick
   PASS_REGULAR_EXPRESSION "theta +identical \\(3 fp32\\)\nstatus +identical \\(16 u32\\)\nreplay: all 2 output buffers identical")
+
+# The independent numpy replay (tests/reference/replay.py, written from the docs): dumped
+# launches of every state format — generated problems over the optimizers, gradient dtypes,
+# copies, dense and Top-K, IEEE and FTZ, ordinary and special data, and the launches of real
+# q8 / q8-bf16 store steps (a seed above 32 bits, a second device's element index) — replay bit
+# for bit on every output buffer, the status word included (the script stops at the first
+# replay that differs); a flipped bit in a code is found (exit 1).
+add_test(NAME state_formats_replay COMMAND sh -c [=[
+  c="$1"; r="$2"; d="$3"; rm -rf "$d" && mkdir -p "$d" || exit 1
+  i=0
+  for st in fp32 q8 q8-bf16; do
+    for cfg in "--optimizer adamw --weight-decay 0.1 --grad fp16 --out fp16" \
+               "--optimizer adam --weight-decay 0.01 --step 3 --grad bf16 --out bf16 --ftz" \
+               "--optimizer sgd --momentum 0.9 --nesterov --step 2 --grad fp32 --out none" \
+               "--optimizer sgd --momentum 0 --grad bf16 --out bf16 --topk 0.2" \
+               "--optimizer adagrad --initial-accumulator 0.1 --grad fp16 --out none --topk 0.1 --ftz" \
+               "--optimizer lion --weight-decay 0.1 --grad bf16 --out bf16"; do
+      for data in random special; do
+        i=$((i + 1))
+        a="$cfg"; [ "$st" = q8-bf16 ] && a=$(echo "$cfg" | sed 's/--out fp16/--out bf16/')
+        "$c" kernel --n 4352 --seed $i --state $st --data $data $a --dump "$d/gen-$i" > /dev/null || exit 1
+      done
+    done
+  done
+  for st in q8 q8-bf16; do
+    "$c" init --dir "$d/store-$st" --params 524288 --devices 2 --subgroup 131072 --state $st --optimizer adamw --grad bf16 --seed 77777777777 > /dev/null &&
+    "$c" step --dir "$d/store-$st" --steps 2 --dump-launches "$d/dl-$st" > /dev/null || exit 1
+  done
+  /usr/bin/python3 "$r" "$d"/gen-* "$d"/dl-*/step-*/* || exit 1
+  cp -r "$d/gen-13" "$d/flipped" && /usr/bin/python3 -c "import numpy as np, sys; a = np.fromfile(sys.argv[1], np.uint8); a[5] ^= 4; a.tofile(sys.argv[1])" "$d/flipped/m.out.bin"
+  /usr/bin/python3 "$r" "$d/flipped"; echo "flipped: exit status $?"]=]
+  sh $<TARGET_FILE:csdkit> ${PROJECT_SOURCE_DIR}/tests/reference/replay.py
+  ${CMAKE_CURRENT_BINARY_DIR}/state_formats_replay)
+set_tests_properties(state_formats_replay PROPERTIES LABELS quick TIMEOUT 300
+  PASS_REGULAR_EXPRESSION "dl-q8-bf16/step-2/device-1-subgroup-1: every output identical.*flipped: m DIFFERS: 1 of 4352 u8 elements differ. first at element 5.*flipped: exit status 1")

@@ -57,6 +57,23 @@ TEST_F(OpenCl, KernelEqualsModelBitForBit) {
   std::printf("%d launches bit-exact with the model\n", r.launches);
 }
 
+// The compressed state formats (q8: 3 copies; q8-bf16: none or bf16) on sizes of one block, 17
+// blocks (a partial absmax word) and past a sparse block, half on special data.
+TEST_F(OpenCl, CompressedStateKernelEqualsModelBitForBit) {
+  DeviceSet devices(OpenClDevices(1, 0));
+  Device& dev = devices[0];
+  SelfTestOptions so;
+  so.sizes = {1, 4097, 65537};
+  so.states = {hls::StateFmt::kQ8, hls::StateFmt::kQ8Bf16};
+  so.on_case = [](const std::string& what, const std::string& diff) {
+    if (!diff.empty()) ADD_FAILURE() << what << ": " << diff;
+  };
+  const SelfTestReport r = SelfTest(dev, so);
+  EXPECT_EQ(r.failed, 0);
+  EXPECT_EQ(r.launches, 10 * 3 * (3 + 2) * 2 * 2 * 3);
+  std::printf("%d q8 / q8-bf16 launches bit-exact with the model\n", r.launches);
+}
+
 // Outputs that overflow binary32 from finite inputs and hyper-parameters (test_util.h's
 // OverflowProblem): the OpenCL kernel's non-finite count and first position, its CRC lanes and
 // every buffer equal the host model's, on every optimizer variant and gradient dtype.

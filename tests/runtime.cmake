@@ -5,6 +5,13 @@ target_compile_definitions(runtime_test PRIVATE
   CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/runtime_test_stores")
 gtest_discover_tests(runtime_test PROPERTIES LABELS quick TIMEOUT 600 COST 20 DISCOVERY_TIMEOUT 60)
 
+# Stores in the compressed state formats (q8, q8-bf16): smart = baseline, bytes per link.
+csdkit_test(state_q8_store_test)
+target_link_libraries(state_q8_store_test PRIVATE csdkit_runtime csdkit_system)
+target_compile_definitions(state_q8_store_test PRIVATE
+  CSDKIT_TEST_DIR="${CMAKE_CURRENT_BINARY_DIR}/state_q8_store_test_stores")
+gtest_discover_tests(state_q8_store_test PROPERTIES LABELS quick TIMEOUT 600 DISCOVERY_TIMEOUT 60)
+
 # SmartSSD discovery by PCIe topology on fake sysfs trees.
 csdkit_test(topology_test)
 target_link_libraries(topology_test PRIVATE csdkit_platform)

@@ -5,6 +5,7 @@
 
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/splitmix.h"
 
 namespace csdkit::testing {
@@ -113,13 +114,37 @@ std::string CheckNothingWrittenLanes(const AlignedBuffer& status) {
 }
 
 std::string DescribeInputs(const Problem& p, const UpdateBuffers& in, uint64_t i) {
-  char b[160];
-  const uint32_t* th = in.theta.as<uint32_t>();
-  const uint32_t* m = in.m.as<uint32_t>();
-  const uint32_t* v = in.v.as<uint32_t>();
-  std::snprintf(b, sizeof b, "in[%llu]: theta=0x%08x m=0x%08x v=0x%08x",
-                static_cast<unsigned long long>(i), th[i], m[i], v[i]);
-  std::string s = b;
+  char b[200];
+  hls::Mode md{};
+  hls::DecodeMode(p.launch.mode, &md);
+  if (i >= p.spec.n) i = p.spec.n == 0 ? 0 : p.spec.n - 1;  // (a lane past n: show the last)
+  std::string s;
+  if (hls::IsQ8(md.state)) {
+    // theta as stored; a moment as its code and its block's absmax.
+    const bool bf16 = md.state == hls::StateFmt::kQ8Bf16;
+    const uint64_t k = i / hls::kQ8Block;
+    std::snprintf(b, sizeof b, bf16 ? "in[%llu]: theta=0x%04x" : "in[%llu]: theta=0x%08x",
+                  static_cast<unsigned long long>(i),
+                  bf16 ? in.theta.as<uint16_t>()[i] : in.theta.as<uint32_t>()[i]);
+    s = b;
+    if (hls::UsesM(md)) {
+      std::snprintf(b, sizeof b, " m=code 0x%02x absmax 0x%08x", in.m.as<uint8_t>()[i],
+                    in.m_absmax.as<uint32_t>()[k]);
+      s += b;
+    }
+    if (hls::UsesV(md)) {
+      std::snprintf(b, sizeof b, " v=code 0x%02x absmax 0x%08x", in.v.as<uint8_t>()[i],
+                    in.v_absmax.as<uint32_t>()[k]);
+      s += b;
+    }
+  } else {
+    const uint32_t* th = in.theta.as<uint32_t>();
+    const uint32_t* m = in.m.as<uint32_t>();
+    const uint32_t* v = in.v.as<uint32_t>();
+    std::snprintf(b, sizeof b, "in[%llu]: theta=0x%08x m=0x%08x v=0x%08x",
+                  static_cast<unsigned long long>(i), th[i], m[i], v[i]);
+    s = b;
+  }
   if (!p.spec.grad.sparse && i < p.spec.n) {
     if (p.spec.grad.grad == DType::kFp32)
       std::snprintf(b, sizeof b, " g=0x%08x", in.grad.as<uint32_t>()[i]);

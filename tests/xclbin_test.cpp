@@ -221,9 +221,9 @@ TEST_F(XclbinFile, RefusesAMovedOffset) {
 
 TEST_F(XclbinFile, RefusesARenamedArgument) {
   EmulationXclbinOptions o;
-  o.kernel.args[12].name = "learning_rate";
+  o.kernel.args[14].name = "learning_rate";
   const XclbinError e = Refusal(WriteEmu("rename", o));
-  EXPECT_TRUE(Contains(e.what(), "arg 12: expected lr (scalar")) << e.what();
+  EXPECT_TRUE(Contains(e.what(), "arg 14: expected lr (scalar")) << e.what();
   EXPECT_TRUE(Contains(e.what(), "found learning_rate (scalar")) << e.what();
 }
 
@@ -239,9 +239,9 @@ TEST_F(XclbinFile, RefusesAMissingArgument) {
   EmulationXclbinOptions o;
   o.kernel.args.pop_back();
   const XclbinError e = Refusal(WriteEmu("missing", o));
-  EXPECT_TRUE(Contains(e.what(), "argument count: expected 21, found 20")) << e.what();
+  EXPECT_TRUE(Contains(e.what(), "argument count: expected 29, found 28")) << e.what();
   EXPECT_TRUE(Contains(e.what(),
-                       "arg 20: expected c2 (scalar, port s_axi_control, offset 0xd0, "
+                       "arg 28: expected index_hi (scalar, port s_axi_control, offset 0x118, "
                        "size 4), missing"))
       << e.what();
 }
@@ -424,8 +424,8 @@ TEST(FlowFiles, KernelXmlRoundTrip) {
                        "size=\"0x8\" offset=\"0x010\""))
       << xml;
   EXPECT_TRUE(Contains(xml,
-                       "<arg name=\"c2\" addressQualifier=\"0\" id=\"20\" port=\"s_axi_control\" "
-                       "size=\"0x4\" offset=\"0x0d0\""))
+                       "<arg name=\"c2\" addressQualifier=\"0\" id=\"22\" port=\"s_axi_control\" "
+                       "size=\"0x4\" offset=\"0x0e8\""))
       << xml;
   EXPECT_TRUE(Contains(xml, std::string("vlnv=\"") + csdkit::kRtlKernelVendor + ":" +
                                 csdkit::kRtlKernelLibrary +
@@ -439,8 +439,9 @@ TEST(FlowFiles, ConnectivityHasOneLinePerBuffer) {
   EXPECT_TRUE(Contains(cfg, "[connectivity]\nnk=csd_update:1:csd_update_1\n")) << cfg;
   size_t sp = 0;
   for (size_t at = cfg.find("\nsp="); at != std::string::npos; at = cfg.find("\nsp=", at + 1)) ++sp;
-  EXPECT_EQ(sp, 8u) << cfg;
-  for (const char* a : {"theta", "m", "v", "grad", "sp_idx", "sp_blk", "out16", "status"}) {
+  EXPECT_EQ(sp, 10u) << cfg;
+  for (const char* a : {"theta", "m", "v", "grad", "sp_idx", "sp_blk", "out16", "status",
+                        "m_absmax", "v_absmax"}) {
     EXPECT_TRUE(Contains(cfg, std::string("sp=csd_update_1.") + a + ":bank0\n")) << a;
   }
   EXPECT_FALSE(Contains(cfg, ".lr:")) << cfg;

@@ -13,6 +13,15 @@
 // Buffers are whole 512-bit words (word.h). In the last word of a subgroup whose size is not a
 // multiple of the lane count, lanes past n of theta/m/v are written back unchanged and lanes
 // past n of out16 are written as zero.
+//
+// The compressed state formats (docs/state-formats.md, mode bits [14:13]): n is a whole number
+// of blocks of 256 (a tile of 1024 holds four); a moment arrives as 8-bit codes (64 per word)
+// and one binary32 absmax per block (m_absmax, v_absmax: 16 per word), is dequantized into the
+// tile's binary32 array, updated by the same rule, and requantized block by block (state_q8.h);
+// q8-bf16 theta arrives as bf16 (widened exactly) and leaves rounded stochastically with the
+// Philox bits of (seed, step, index_lo/hi + element). The absmax word of a tile's blocks is
+// held across the four tiles that share it and written once, its lanes past the launch's last
+// block unchanged.
 #include "csd_update.h"
 
 #include <type_traits>
@@ -23,6 +32,7 @@
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/rules.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/hls/word.h"
 
 // The host model (g++/clang for the host, not Vitis HLS, not OpenCL) also has the datapath
@@ -97,6 +107,8 @@ LOAD_WORDS:
 struct Integrity {
   uint32_t crc_in[3];   // raw CRC registers (crc.h) of theta, m, v as read
   uint32_t crc_out[3];  // ... and as written
+  uint32_t abs_in[2];   // q8: raw CRC registers of m's and v's absmax values as read
+  uint32_t abs_out[2];  // ... and as written
   uint64_t nonfinite;   // non-finite values written (wide: up to 3n)
   uint32_t nf_pos;      // first element with one, or kStatusNoPosition
 };
@@ -190,6 +202,172 @@ STORE_STATE:
   ig->crc_out[0] = c[0];
   ig->crc_out[1] = c[1];
   ig->crc_out[2] = c[2];
+  ig->nonfinite = count;
+  ig->nf_pos = pos;
+}
+
+/// The q8 formats' per-launch constants: which moments and theta format, the policy, and the
+/// stochastic rounding's key and step.
+struct Q8Ctl {
+  bool use_m, use_v, bf16;
+  bool ftz;
+  uint64_t seed, step, index0;
+};
+
+/// q8 formats: burst-loads a tile of `len` elements (whole blocks; the tile's first block has
+/// lane `lane0` of the held absmax words mabs/vabs) into the tile arrays as binary32 — theta as
+/// stored (bf16 widened exactly), each moment dequantized (m signed map, v unsigned) — and
+/// advances the CRC registers over the bytes as stored: theta's (crc[0]), a moment's codes
+/// (crc[1], crc[2]) and its absmax values (abs[0], abs[1]), each array in element order.
+CSDKIT_NOINLINE void LoadStateQ8(const Word* theta, const Word* m, const Word* v, const Word& mabs,
+                                 const Word& vabs, const Q8Ctl& q, uint32_t len, uint32_t lane0,
+                                 uint32_t* __restrict th, uint32_t* __restrict mm,
+                                 uint32_t* __restrict vv, uint32_t* crc, uint32_t* abs_crc) {
+  const hk::Fp32 f(q.ftz);
+  if (q.bf16) {
+  LOAD_THETA_BF16:
+    for (uint32_t w = 0; w < len / hk::kHalfLanes; ++w) {
+#pragma HLS PIPELINE II = 1
+      const Word x = theta[w];
+      for (unsigned l = 0; l < hk::kLanes; ++l) {
+#pragma HLS UNROLL
+        th[w * hk::kHalfLanes + 2 * l] = x[l] << 16;
+        th[w * hk::kHalfLanes + 2 * l + 1] = x[l] & 0xffff0000u;
+      }
+      crc[0] = hk::Crc32Beat(crc[0], x, hk::kLanes);
+    }
+  } else {
+  LOAD_THETA:
+    for (uint32_t w = 0; w < len / hk::kLanes; ++w) {
+#pragma HLS PIPELINE II = 1
+      const Word x = theta[w];
+      for (unsigned l = 0; l < hk::kLanes; ++l) {
+#pragma HLS UNROLL
+        th[w * hk::kLanes + l] = x[l];
+      }
+      crc[0] = hk::Crc32Beat(crc[0], x, hk::kLanes);
+    }
+  }
+  constexpr uint32_t kCodeWords = hk::kQ8Block / 64;  // 64 codes per word
+  for (unsigned a = 0; a < 2; ++a) {
+    const bool on = a == 0 ? q.use_m : q.use_v;
+    const Word* const src = a == 0 ? m : v;
+    const Word& abs = a == 0 ? mabs : vabs;
+    uint32_t* const dst = a == 0 ? mm : vv;
+    if (!on) continue;
+  LOAD_BLOCKS:
+    for (uint32_t b = 0; b < len / hk::kQ8Block; ++b) {
+      const uint32_t amax = abs[lane0 + b];
+    LOAD_CODES:
+      for (uint32_t w = 0; w < kCodeWords; ++w) {
+#pragma HLS PIPELINE II = 1
+        const Word x = src[b * kCodeWords + w];
+        for (unsigned l = 0; l < hk::kLanes; ++l) {
+#pragma HLS UNROLL
+          for (unsigned k = 0; k < 4; ++k) {
+            const uint8_t c = static_cast<uint8_t>(x[l] >> (8 * k));
+            dst[b * hk::kQ8Block + w * 64 + 4 * l + k] =
+                hk::F2U(hk::DequantQ8(c, hk::U2F(amax), a == 0, f));
+          }
+        }
+        crc[1 + a] = hk::Crc32Beat(crc[1 + a], x, hk::kLanes);
+      }
+      abs_crc[a] = hk::Crc32Word(abs_crc[a], amax);
+    }
+  }
+}
+
+/// q8 formats: requantizes and burst-stores a tile of `len` elements (whole blocks) from the
+/// tile arrays: theta as binary32, or (q8-bf16) rounded stochastically to bf16 — th then holds
+/// the stored value widened, for the low-precision copy — and each moment block by block as
+/// codes and an absmax written into lane lane0 + b of the held word. Advances the output CRCs
+/// over the bytes as stored (as LoadStateQ8: codes and absmax values apart) and counts the non-finite values written: theta's,
+/// and every element of a moment block whose absmax is non-finite (the block reads back as
+/// NaN). `base` is the tile's first element.
+CSDKIT_NOINLINE void StoreStateQ8(uint32_t* __restrict th, const uint32_t* __restrict mm,
+                                  const uint32_t* __restrict vv, const Q8Ctl& q, uint32_t len,
+                                  uint32_t lane0, uint32_t base, Word* theta, Word* m, Word* v,
+                                  Word& mabs, Word& vabs, Integrity* ig) {
+  const hk::Fp32 f(q.ftz);
+  uint64_t count = ig->nonfinite;
+  uint32_t pos = ig->nf_pos;
+  constexpr uint32_t kCodeWords = hk::kQ8Block / 64;
+STORE_BLOCKS:
+  for (uint32_t b = 0; b < len / hk::kQ8Block; ++b) {
+    const uint32_t b0 = b * hk::kQ8Block;
+    bool bad[hk::kQ8Block];  // elements that read back non-finite
+    for (uint32_t i = 0; i < hk::kQ8Block; ++i) bad[i] = false;
+    // theta
+    if (q.bf16) {
+    ROUND_THETA:
+      for (uint32_t i = 0; i < hk::kQ8Block; i += 8) {
+        uint32_t r[8];
+        hk::Random16Group(q.seed, q.step, (q.index0 + base + b0 + i) >> 3, r);
+        for (unsigned j = 0; j < 8u; ++j) {
+          const uint16_t h = hk::RoundBf16Stochastic(hk::U2F(th[b0 + i + j]), r[j]);
+          th[b0 + i + j] = static_cast<uint32_t>(h) << 16;
+        }
+      }
+    STORE_THETA_BF16:
+      for (uint32_t w = 0; w < hk::kQ8Block / hk::kHalfLanes; ++w) {
+#pragma HLS PIPELINE II = 1
+        Word x;
+        for (unsigned l = 0; l < hk::kLanes; ++l) {
+          const uint32_t i = b0 + w * hk::kHalfLanes + 2 * l;
+          x[l] = (th[i] >> 16) | (th[i + 1] & 0xffff0000u);
+        }
+        theta[b0 / hk::kHalfLanes + w] = x;
+        ig->crc_out[0] = hk::Crc32Beat(ig->crc_out[0], x, hk::kLanes);
+      }
+    } else {
+    STORE_THETA:
+      for (uint32_t w = 0; w < hk::kQ8Block / hk::kLanes; ++w) {
+#pragma HLS PIPELINE II = 1
+        Word x;
+        for (unsigned l = 0; l < hk::kLanes; ++l) x[l] = th[b0 + w * hk::kLanes + l];
+        theta[b0 / hk::kLanes + w] = x;
+        ig->crc_out[0] = hk::Crc32Beat(ig->crc_out[0], x, hk::kLanes);
+      }
+    }
+    for (uint32_t i = 0; i < hk::kQ8Block; ++i) bad[i] = hk::IsNonFinite(th[b0 + i]);
+    // the moments
+    for (unsigned a = 0; a < 2; ++a) {
+      if (!(a == 0 ? q.use_m : q.use_v)) continue;
+      const uint32_t* const src = a == 0 ? mm : vv;
+      Word* const dst = a == 0 ? m : v;
+      Word& abs = a == 0 ? mabs : vabs;
+      float x[hk::kQ8Block];
+      for (uint32_t i = 0; i < hk::kQ8Block; ++i) x[i] = hk::U2F(src[b0 + i]);
+      uint8_t codes[hk::kQ8Block];
+      float amax;
+      hk::QuantizeBlockQ8(x, hk::kQ8Block, a == 0, f, codes, &amax);
+    STORE_CODES:
+      for (uint32_t w = 0; w < kCodeWords; ++w) {
+#pragma HLS PIPELINE II = 1
+        Word y;
+        for (unsigned l = 0; l < hk::kLanes; ++l) {
+          const uint32_t i = w * 64 + 4 * l;
+          y[l] = static_cast<uint32_t>(codes[i]) | (static_cast<uint32_t>(codes[i + 1]) << 8) |
+                 (static_cast<uint32_t>(codes[i + 2]) << 16) |
+                 (static_cast<uint32_t>(codes[i + 3]) << 24);
+        }
+        dst[b * kCodeWords + w] = y;
+        ig->crc_out[1 + a] = hk::Crc32Beat(ig->crc_out[1 + a], y, hk::kLanes);
+      }
+      abs[lane0 + b] = hk::F2U(amax);
+      ig->abs_out[a] = hk::Crc32Word(ig->abs_out[a], hk::F2U(amax));
+      if (hk::IsNonFinite(hk::F2U(amax))) {
+        for (uint32_t i = 0; i < hk::kQ8Block; ++i) bad[i] = true;
+        count += hk::kQ8Block;
+      }
+    }
+    uint32_t first = hk::kStatusNoPosition;
+    for (uint32_t i = hk::kQ8Block; i-- > 0;) {
+      if (bad[i]) first = i;
+      count += hk::IsNonFinite(th[b0 + i]) ? 1u : 0u;
+    }
+    if (pos == hk::kStatusNoPosition && first != hk::kStatusNoPosition) pos = base + b0 + first;
+  }
   ig->nonfinite = count;
   ig->nf_pos = pos;
 }
@@ -314,10 +492,11 @@ namespace {
 /// tile stages' general one, with the same decode, validation, padding and status.
 template <bool kHostFast>
 void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_idx,
-               const Word* sp_blk, Word* out16, Word* status, uint32_t n, uint32_t nnz,
-               uint32_t mode, uint32_t unscale, uint32_t lr, uint32_t beta1, uint32_t omb1,
-               uint32_t beta2, uint32_t omb2, uint32_t eps, uint32_t wd, uint32_t c1,
-               uint32_t c2) {
+               const Word* sp_blk, Word* out16, Word* status, Word* m_absmax, Word* v_absmax,
+               uint32_t n, uint32_t nnz, uint32_t mode, uint32_t unscale, uint32_t lr,
+               uint32_t beta1, uint32_t omb1, uint32_t beta2, uint32_t omb2, uint32_t eps,
+               uint32_t wd, uint32_t c1, uint32_t c2, uint32_t seed_lo, uint32_t seed_hi,
+               uint32_t step_lo, uint32_t step_hi, uint32_t index_lo, uint32_t index_hi) {
 #pragma HLS INTERFACE m_axi port = theta bundle = gmem0 offset = slave max_read_burst_length = 64 max_write_burst_length = 64 num_read_outstanding = 16
 #pragma HLS INTERFACE m_axi port = m bundle = gmem1 offset = slave max_read_burst_length = 64 max_write_burst_length = 64 num_read_outstanding = 16
 #pragma HLS INTERFACE m_axi port = v bundle = gmem2 offset = slave max_read_burst_length = 64 max_write_burst_length = 64 num_read_outstanding = 16
@@ -326,6 +505,8 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
 #pragma HLS INTERFACE m_axi port = sp_blk bundle = gmem5 offset = slave max_read_burst_length = 16
 #pragma HLS INTERFACE m_axi port = out16 bundle = gmem6 offset = slave max_write_burst_length = 64
 #pragma HLS INTERFACE m_axi port = status bundle = gmem5 offset = slave
+#pragma HLS INTERFACE m_axi port = m_absmax bundle = gmem1 offset = slave max_read_burst_length = 16 max_write_burst_length = 16
+#pragma HLS INTERFACE m_axi port = v_absmax bundle = gmem2 offset = slave max_read_burst_length = 16 max_write_burst_length = 16
 #pragma HLS INTERFACE s_axilite port = theta bundle = control
 #pragma HLS INTERFACE s_axilite port = m bundle = control
 #pragma HLS INTERFACE s_axilite port = v bundle = control
@@ -334,6 +515,8 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
 #pragma HLS INTERFACE s_axilite port = sp_blk bundle = control
 #pragma HLS INTERFACE s_axilite port = out16 bundle = control
 #pragma HLS INTERFACE s_axilite port = status bundle = control
+#pragma HLS INTERFACE s_axilite port = m_absmax bundle = control
+#pragma HLS INTERFACE s_axilite port = v_absmax bundle = control
 #pragma HLS INTERFACE s_axilite port = n bundle = control
 #pragma HLS INTERFACE s_axilite port = nnz bundle = control
 #pragma HLS INTERFACE s_axilite port = mode bundle = control
@@ -347,11 +530,22 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
 #pragma HLS INTERFACE s_axilite port = wd bundle = control
 #pragma HLS INTERFACE s_axilite port = c1 bundle = control
 #pragma HLS INTERFACE s_axilite port = c2 bundle = control
+#pragma HLS INTERFACE s_axilite port = seed_lo bundle = control
+#pragma HLS INTERFACE s_axilite port = seed_hi bundle = control
+#pragma HLS INTERFACE s_axilite port = step_lo bundle = control
+#pragma HLS INTERFACE s_axilite port = step_hi bundle = control
+#pragma HLS INTERFACE s_axilite port = index_lo bundle = control
+#pragma HLS INTERFACE s_axilite port = index_hi bundle = control
 #pragma HLS INTERFACE s_axilite port = return bundle = control
 
   hk::Mode md;
   uint32_t err = hk::DecodeMode(mode, &md) ? 0u : hk::kErrBadMode;
   uint32_t err_pos = 0;
+  // The q8 formats work on whole blocks of the store's element space.
+  if (err == 0u && hk::IsQ8(md.state) &&
+      (n % hk::kQ8Block != 0u || index_lo % hk::kQ8Block != 0u)) {
+    err = hk::kErrBlockLen;
+  }
   if (err == 0u && md.sparse) err = hk::ValidateSparse(sp_blk, sp_idx, n, nnz, &err_pos);
   if (err == 0u && !md.sparse && nnz != 0u) err = hk::kErrCount;
 
@@ -363,6 +557,11 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
     ig.crc_in[a] = hk::kCrc32Init;
     ig.crc_out[a] = hk::kCrc32Init;
   }
+  for (unsigned a = 0; a < 2; ++a) {
+#pragma HLS UNROLL
+    ig.abs_in[a] = hk::kCrc32Init;
+    ig.abs_out[a] = hk::kCrc32Init;
+  }
   ig.nonfinite = 0;
   ig.nf_pos = hk::kStatusNoPosition;
 
@@ -371,6 +570,20 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
     const hk::RuleCtl ctl = hk::MakeRuleCtl(md, sc);
     const bool use_m = hk::UsesM(md);
     const bool use_v = hk::UsesV(md);
+    const bool q8 = hk::IsQ8(md.state);
+    Q8Ctl qc;
+    qc.use_m = use_m;
+    qc.use_v = use_v;
+    qc.bf16 = md.state == hk::StateFmt::kQ8Bf16;
+    qc.ftz = md.ftz;
+    qc.seed = (static_cast<uint64_t>(seed_hi) << 32) | seed_lo;
+    qc.step = (static_cast<uint64_t>(step_hi) << 32) | step_lo;
+    qc.index0 = (static_cast<uint64_t>(index_hi) << 32) | index_lo;
+    Word mabs, vabs;  // the absmax words of the current tile's blocks (q8)
+    for (unsigned l = 0; l < hk::kLanes; ++l) {
+      mabs[l] = 0u;
+      vabs[l] = 0u;
+    }
     uint32_t k = 0;  // next sparse entry
 
     uint32_t th[kTile], mm[kTile], vv[kTile], gb[kTile];
@@ -386,7 +599,7 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
     uint32_t* const v32 = use_v ? &v[0][0] : nullptr;
     uint16_t* const o16 = md.out != hk::DType::kFp32 ? reinterpret_cast<uint16_t*>(&out16[0][0])
                                                      : nullptr;
-    if (kHostFast && !md.sparse && n > 0u) {
+    if (kHostFast && !md.sparse && !q8 && n > 0u) {
       hk::host::Span s;
       s.theta = th32;
       s.m = m32;
@@ -407,10 +620,10 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
     }
 
   TILES:
-    for (uint32_t base = 0; base < n && !(kHostFast && !md.sparse); base += kTile) {
+    for (uint32_t base = 0; base < n && !(kHostFast && !md.sparse && !q8); base += kTile) {
       const uint32_t len = (n - base) < kTile ? (n - base) : kTile;
 #ifdef CSDKIT_HOST_MODEL
-      if (kHostFast) {  // sparse: decode the tile's gradient, update the tile in place
+      if (kHostFast && !q8) {  // sparse: decode the tile's gradient, update the tile in place
         // The tile's gradient as MergeDecode gives it (+0 where no entry, each entry's value at
         // its offset), built by scattering the tile's entries into zeros: the work follows the
         // entries, not the elements, and there is no serial merge.
@@ -440,9 +653,23 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
       // Load: each array streams over its own bundle, checksummed as it passes. Unused state
       // is never read (its tile array is don't-care input to selects that ignore it).
       // (m and v advance only when present: a buffer the launch lacks may be a null pointer.)
-      Word* const mw = use_m ? m + w0 : m;
-      Word* const vw = use_v ? v + w0 : v;
-      LoadState(theta + w0, mw, vw, use_m, use_v, words, len, th, mm, vv, ig.crc_in);
+      // q8: the tile's blocks blk .. blk + len / 256 - 1 have lanes lane0 .. of absmax word
+      // blk / 16, loaded by the first tile of the word.
+      const uint32_t blk = base / hk::kQ8Block;
+      const uint32_t lane0 = blk % hk::kLanes;
+      const uint32_t cw0 = base / 64;  // the tile's first word of codes
+      Word* const mw = use_m ? m + (q8 ? cw0 : w0) : m;
+      Word* const vw = use_v ? v + (q8 ? cw0 : w0) : v;
+      Word* const tw = theta + (qc.bf16 ? h0 : w0);
+      if (q8) {
+        if (lane0 == 0u) {
+          if (use_m) mabs = m_absmax[blk / hk::kLanes];
+          if (use_v) vabs = v_absmax[blk / hk::kLanes];
+        }
+        LoadStateQ8(tw, mw, vw, mabs, vabs, qc, len, lane0, th, mm, vv, ig.crc_in, ig.abs_in);
+      } else {
+        LoadState(tw, mw, vw, use_m, use_v, words, len, th, mm, vv, ig.crc_in);
+      }
     PAD_TAIL:  // the copy's last word may reach past the last state word: define those lanes
       for (uint32_t i = words * hk::kLanes; i < hwords * hk::kHalfLanes; ++i) th[i] = 0u;
 
@@ -459,7 +686,7 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
         LoadHalves<false>(grad + h0, hwords, gb);
       }
 
-      if (base + kTile < n) {
+      if (base + kTile < n && !q8) {
         const uint32_t next = (n - base - kTile) < kTile ? (n - base - kTile) : kTile;
         const uint32_t nw = (next + hk::kLanes - 1) / hk::kLanes;
         PrefetchWords(theta + w0 + kTileWords, nw);
@@ -474,7 +701,16 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
 
       // Store: state first (checksummed and its non-finite values counted as it passes), then
       // the low-precision copy.
-      StoreState(th, mm, vv, use_m, use_v, words, len, base, theta + w0, mw, vw, &ig);
+      if (q8) {
+        StoreStateQ8(th, mm, vv, qc, len, lane0, base, tw, mw, vw, mabs, vabs, &ig);
+        const uint32_t lane_end = lane0 + len / hk::kQ8Block;
+        if (lane_end == hk::kLanes || base + len == n) {
+          if (use_m) m_absmax[blk / hk::kLanes] = mabs;
+          if (use_v) v_absmax[blk / hk::kLanes] = vabs;
+        }
+      } else {
+        StoreState(th, mm, vv, use_m, use_v, words, len, base, tw, mw, vw, &ig);
+      }
       if (md.out == hk::DType::kFp16) StoreHalves<true>(th, len, hwords, out16 + h0);
       if (md.out == hk::DType::kBf16) StoreHalves<false>(th, len, hwords, out16 + h0);
     }
@@ -493,12 +729,20 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
   st[hk::kStatusErrorPos] = err_pos;
   st[hk::kStatusElems] = err == 0u ? n : 0u;
   st[hk::kStatusNnz] = (err == 0u && md.sparse) ? nnz : 0u;
+  // A q8 moment's lanes cover its codes followed by its absmax values (4 bytes per block): the
+  // two registers, streamed side by side, are combined once (crc.h). With no absmax streamed
+  // (fp32, an unused moment, an error) the absmax CRC is that of no bytes and changes nothing.
+  const uint64_t abs_bytes = err == 0u && hk::IsQ8(md.state) ? 4ull * (n / hk::kQ8Block) : 0u;
   st[hk::kStatusCrcThetaIn] = hk::Crc32Final(ig.crc_in[0]);
-  st[hk::kStatusCrcMIn] = hk::Crc32Final(ig.crc_in[1]);
-  st[hk::kStatusCrcVIn] = hk::Crc32Final(ig.crc_in[2]);
+  st[hk::kStatusCrcMIn] = hk::Crc32Combine(hk::Crc32Final(ig.crc_in[1]),
+                                           hk::Crc32Final(ig.abs_in[0]), abs_bytes);
+  st[hk::kStatusCrcVIn] = hk::Crc32Combine(hk::Crc32Final(ig.crc_in[2]),
+                                           hk::Crc32Final(ig.abs_in[1]), abs_bytes);
   st[hk::kStatusCrcThetaOut] = hk::Crc32Final(ig.crc_out[0]);
-  st[hk::kStatusCrcMOut] = hk::Crc32Final(ig.crc_out[1]);
-  st[hk::kStatusCrcVOut] = hk::Crc32Final(ig.crc_out[2]);
+  st[hk::kStatusCrcMOut] = hk::Crc32Combine(hk::Crc32Final(ig.crc_out[1]),
+                                            hk::Crc32Final(ig.abs_out[0]), abs_bytes);
+  st[hk::kStatusCrcVOut] = hk::Crc32Combine(hk::Crc32Final(ig.crc_out[2]),
+                                            hk::Crc32Final(ig.abs_out[1]), abs_bytes);
   st[hk::kStatusNonFinite] =
       ig.nonfinite > 0xffffffffull ? 0xffffffffu : static_cast<uint32_t>(ig.nonfinite);
   st[hk::kStatusNonFinitePos] = ig.nf_pos;
@@ -510,27 +754,34 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
 }  // namespace
 
 extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_idx,
-                           const Word* sp_blk, Word* out16, Word* status, uint32_t n,
-                           uint32_t nnz, uint32_t mode, uint32_t unscale, uint32_t lr,
-                           uint32_t beta1, uint32_t omb1, uint32_t beta2, uint32_t omb2,
-                           uint32_t eps, uint32_t wd, uint32_t c1, uint32_t c2) {
+                           const Word* sp_blk, Word* out16, Word* status, Word* m_absmax,
+                           Word* v_absmax, uint32_t n, uint32_t nnz, uint32_t mode,
+                           uint32_t unscale, uint32_t lr, uint32_t beta1, uint32_t omb1,
+                           uint32_t beta2, uint32_t omb2, uint32_t eps, uint32_t wd, uint32_t c1,
+                           uint32_t c2, uint32_t seed_lo, uint32_t seed_hi, uint32_t step_lo,
+                           uint32_t step_hi, uint32_t index_lo, uint32_t index_hi) {
 #ifdef CSDKIT_HOST_MODEL
-  UpdateTop<true>(theta, m, v, grad, sp_idx, sp_blk, out16, status, n, nnz, mode, unscale, lr,
-                  beta1, omb1, beta2, omb2, eps, wd, c1, c2);
+  UpdateTop<true>(theta, m, v, grad, sp_idx, sp_blk, out16, status, m_absmax, v_absmax, n, nnz,
+                  mode, unscale, lr, beta1, omb1, beta2, omb2, eps, wd, c1, c2, seed_lo, seed_hi,
+                  step_lo, step_hi, index_lo, index_hi);
 #else
-  UpdateTop<false>(theta, m, v, grad, sp_idx, sp_blk, out16, status, n, nnz, mode, unscale, lr,
-                   beta1, omb1, beta2, omb2, eps, wd, c1, c2);
+  UpdateTop<false>(theta, m, v, grad, sp_idx, sp_blk, out16, status, m_absmax, v_absmax, n,
+                   nnz, mode, unscale, lr, beta1, omb1, beta2, omb2, eps, wd, c1, c2, seed_lo,
+                   seed_hi, step_lo, step_hi, index_lo, index_hi);
 #endif
 }
 
 #ifdef CSDKIT_HOST_MODEL
 extern "C" void csd_update_general(Word* theta, Word* m, Word* v, const Word* grad,
                                    const Word* sp_idx, const Word* sp_blk, Word* out16,
-                                   Word* status, uint32_t n, uint32_t nnz, uint32_t mode,
-                                   uint32_t unscale, uint32_t lr, uint32_t beta1, uint32_t omb1,
-                                   uint32_t beta2, uint32_t omb2, uint32_t eps, uint32_t wd,
-                                   uint32_t c1, uint32_t c2) {
-  UpdateTop<false>(theta, m, v, grad, sp_idx, sp_blk, out16, status, n, nnz, mode, unscale, lr,
-                   beta1, omb1, beta2, omb2, eps, wd, c1, c2);
+                                   Word* status, Word* m_absmax, Word* v_absmax, uint32_t n,
+                                   uint32_t nnz, uint32_t mode, uint32_t unscale, uint32_t lr,
+                                   uint32_t beta1, uint32_t omb1, uint32_t beta2, uint32_t omb2,
+                                   uint32_t eps, uint32_t wd, uint32_t c1, uint32_t c2,
+                                   uint32_t seed_lo, uint32_t seed_hi, uint32_t step_lo,
+                                   uint32_t step_hi, uint32_t index_lo, uint32_t index_hi) {
+  UpdateTop<false>(theta, m, v, grad, sp_idx, sp_blk, out16, status, m_absmax, v_absmax, n,
+                   nnz, mode, unscale, lr, beta1, omb1, beta2, omb2, eps, wd, c1, c2, seed_lo,
+                   seed_hi, step_lo, step_hi, index_lo, index_hi);
 }
 #endif

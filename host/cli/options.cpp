@@ -150,6 +150,11 @@ void HyperOptions::Add(CLI::App* c) {
   c->add_option("--lr-decay", lr_decay, "Adagrad lr decay");
   c->add_option("--initial-accumulator", acc0, "Adagrad initial accumulator value");
   c->add_flag("--ftz", ftz, "FTZ/DAZ policy instead of IEEE");
+  c->add_option("--state", state,
+                "state format fp32|q8|q8-bf16 (docs/state-formats.md; q8-bf16's copy: "
+                "bf16 unless --out none)")
+      ->check(CLI::IsMember({"fp32", "q8", "q8-bf16"}))
+      ->capture_default_str();
   c->add_option("--loss-scale", loss_scale, "gradients arrive multiplied by this")
       ->capture_default_str();
   c->add_option("--seed", seed, seed_help_)->check(Count(0, UINT64_MAX))->capture_default_str();
@@ -182,6 +187,11 @@ GradSpec HyperOptions::Grad() const {
   g.grad = ParseGradDType(grad);
   g.out = ParseOutDType(out);
   g.ftz = ftz;
+  g.state = ParseStateFmt(state);
+  // bf16 weights have a bf16 copy (themselves): the fp16 default gives way unless asked for.
+  if (g.state == hls::StateFmt::kQ8Bf16 && g.out == DType::kFp16 && !Given("--out")) {
+    g.out = DType::kBf16;
+  }
   g.loss_scale = loss_scale;
   // The CLI's gradients are synthetic: uniform in [-1, 1) times the loss scale. Above the
   // dtype's largest finite value most of them overflow, and every step would be skipped.

@@ -64,6 +64,7 @@ struct HyperOptions {
   bool nesterov = false, ftz = false;
   double loss_scale = 1.0;
   uint64_t seed = 1;
+  std::string state = "fp32";
 
   HyperOptions(std::string grad_default, std::string out_default, std::string seed_help)
       : grad(std::move(grad_default)), out(std::move(out_default)), seed_help_(std::move(seed_help)) {}

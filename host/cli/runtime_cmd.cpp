@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/sizing.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/runtime/store.h"
 #include "csdkit/runtime/work_dir.h"
 #include "csdkit/system/device_set.h"
@@ -81,6 +82,7 @@ Store DoInit(const InitOpts& o) {
   c.ftz = g.ftz;
   c.loss_scale = g.loss_scale;
   c.seed = o.h.seed;
+  c.state = g.state;
   const uint64_t shard = (o.params + o.devices - 1) / o.devices;
   const uint32_t fit = SubgroupForMemory(o.device_mem, c.hyper, c.grad, c.out, shard);
   if (o.subgroup != 0) {
@@ -93,6 +95,11 @@ Store DoInit(const InitOpts& o) {
     c.subgroup_elems = o.subgroup;
   } else {
     c.subgroup_elems = DefaultSubgroup(o.device_mem, c.hyper, c.grad, c.out, shard);
+    // q8: whole 4096-byte absmax regions (docs/runtime.md) where the size allows.
+    constexpr uint32_t kWholeRegions = 262144;
+    if (hls::IsQ8(c.state) && c.subgroup_elems >= kWholeRegions) {
+      c.subgroup_elems = c.subgroup_elems / kWholeRegions * kWholeRegions;
+    }
   }
   return Store::Create(o.dir, c);
 }
@@ -116,10 +123,11 @@ void AddInit(CLI::App& app) {
     if (o->json) {
       std::cout << JsonText(s.Describe()) << "\n";
     } else {
-      std::printf("created %s: %llu params on %u devices, %s, subgroup %u elements, step 0\n",
+      std::printf("created %s: %llu params on %u devices, %s, state %s, subgroup %u elements, "
+                  "step 0\n",
                   o->dir.c_str(), static_cast<unsigned long long>(s.config().params),
                   s.config().devices, OptimizerName(s.config().hyper.opt),
-                  s.config().subgroup_elems);
+                  StateFmtName(s.config().state), s.config().subgroup_elems);
     }
   });
 }
@@ -352,6 +360,15 @@ void AddInfo(CLI::App& app) {
                 static_cast<long long>(s.step()), s.slot(), c.subgroup_elems);
     for (const auto& v : s.vars()) std::printf("%s ", v.c_str());
     std::printf("\n");
+    // The format and what it keeps per parameter (read and written once each per step).
+    double per_param = 0;
+    std::string arrays;
+    for (const StateArray& a : s.arrays()) {
+      per_param += a.absmax ? 4.0 / hls::kQ8Block : a.elem_bytes;
+      arrays += (arrays.empty() ? "" : ", ") + a.name;
+    }
+    std::printf("  state format %s: %s; %.4g bytes per parameter\n", StateFmtName(c.state),
+                arrays.c_str(), per_param);
     for (const Shard& sh : s.shards()) {
       std::printf("  dev%u: elements [%llu, %llu), %zu subgroups\n", sh.device,
                   static_cast<unsigned long long>(sh.begin),

@@ -220,8 +220,9 @@ package csd_axi_pkg;
 
   // ---- AXI4-Lite (the s_axi_control port) --------------------------------------------------
 
-  /// Byte address width of the control port (the register file ends below 0x100).
-  localparam int unsigned LITE_ADDR_WIDTH = 8;
+  /// Byte address width of the control port (the register file ends below 0x200; Vitis HLS
+  /// sizes C_S_AXI_CONTROL_ADDR_WIDTH the same way, from the end of the register file).
+  localparam int unsigned LITE_ADDR_WIDTH = 9;
   /// Data width of the control port.
   localparam int unsigned LITE_DATA_WIDTH = 32;
 

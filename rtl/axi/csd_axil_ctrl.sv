@@ -61,19 +61,22 @@ module csd_axil_ctrl import csd_axi_pkg::*; #(
 
   localparam int unsigned ARG_BASE_WORD = 4;     // 0x10 / 4
   localparam int unsigned REG_WORDS = ARG_BASE_WORD + ArgWords;
-  localparam logic [5:0] WORD_CTRL = 6'd0;
-  localparam logic [5:0] WORD_GIE  = 6'd1;
-  localparam logic [5:0] WORD_IER  = 6'd2;
-  localparam logic [5:0] WORD_ISR  = 6'd3;
+  /// Bits of a 32-bit word's address within the control port's address space.
+  localparam int unsigned WordAddrBits = LITE_ADDR_WIDTH - 2;
+  typedef logic [WordAddrBits-1:0] word_addr_t;
+  localparam word_addr_t WORD_CTRL = word_addr_t'(0);
+  localparam word_addr_t WORD_GIE  = word_addr_t'(1);
+  localparam word_addr_t WORD_IER  = word_addr_t'(2);
+  localparam word_addr_t WORD_ISR  = word_addr_t'(3);
 
-  if (ArgWords < 1 || REG_WORDS > 64) begin : g_bad_words
-    $error("csd_axil_ctrl: the register file must fit the 8-bit address space");
+  if (ArgWords < 1 || REG_WORDS > 2 ** WordAddrBits) begin : g_bad_words
+    $error("csd_axil_ctrl: the register file must fit the control port's address space");
   end
 
   // ---- Write channel: hold AW and W until both are there ------------------------------------
 
   logic       aw_held_d, aw_held_q, w_held_d, w_held_q, b_valid_d, b_valid_q;
-  logic [5:0] waddr_d, waddr_q;             // word address of the held AW
+  word_addr_t waddr_d, waddr_q;             // word address of the held AW
   lite_data_t wdata_d, wdata_q;
   lite_strb_t wstrb_d, wstrb_q;
   logic       aw_ready, w_ready, aw_hs, w_hs, b_hs, wr_en;
@@ -91,7 +94,7 @@ module csd_axil_ctrl import csd_axi_pkg::*; #(
   assign aw_held_d = aw_hs || (aw_held_q && !wr_en);
   assign w_held_d  = w_hs || (w_held_q && !wr_en);
   assign b_valid_d = wr_en || (b_valid_q && !b_hs);
-  assign waddr_d   = aw_hs ? axil_req_i.aw_addr[7:2] : waddr_q;
+  assign waddr_d   = aw_hs ? axil_req_i.aw_addr[LITE_ADDR_WIDTH-1:2] : waddr_q;
   assign wdata_d   = w_hs ? axil_req_i.w.data : wdata_q;
   assign wstrb_d   = w_hs ? axil_req_i.w.strb : wstrb_q;
   assign wmask     = {{8{wstrb_q[3]}}, {8{wstrb_q[2]}}, {8{wstrb_q[1]}}, {8{wstrb_q[0]}}};
@@ -105,7 +108,7 @@ module csd_axil_ctrl import csd_axi_pkg::*; #(
 
   assign wr_ctrl   = wr_en && (waddr_q == WORD_CTRL) && wstrb_q[0];
   assign wr_isr    = wr_en && (waddr_q == WORD_ISR) && wstrb_q[0];
-  assign read_ctrl = ar_hs && (axil_req_i.ar_addr[7:2] == WORD_CTRL);
+  assign read_ctrl = ar_hs && (axil_req_i.ar_addr[LITE_ADDR_WIDTH-1:2] == WORD_CTRL);
 
   // ap_start: a write of 1 sets it; the core's ap_ready ends the handshake (or restarts).
   assign start_d = (wr_ctrl && wdata_q[0]) ? 1'b1 : ap_ready_i ? auto_q : start_q;
@@ -164,7 +167,7 @@ module csd_axil_ctrl import csd_axi_pkg::*; #(
   for (genvar k = 0; k < ArgWords; k++) begin : g_arg
     if (ArgWordMask[k]) begin : g_reg
       logic [31:0] word_d, word_q;
-      assign word_d = (wr_en && (waddr_q == 6'(ARG_BASE_WORD + k))) ?
+      assign word_d = (wr_en && (waddr_q == word_addr_t'(ARG_BASE_WORD + k))) ?
                       ((wdata_q & wmask) | (word_q & ~wmask)) : word_q;
       always_ff @(posedge clk_i) begin
         word_q <= word_d;
@@ -180,11 +183,11 @@ module csd_axil_ctrl import csd_axi_pkg::*; #(
 
   logic       r_valid_d, r_valid_q, ar_ready;
   lite_data_t rdata_d, rdata_q, rmux;
-  logic [5:0] raddr;
+  word_addr_t raddr;
 
   assign ar_ready = rst_ni && !r_valid_q;
   assign ar_hs    = axil_req_i.ar_valid && ar_ready;
-  assign raddr = axil_req_i.ar_addr[7:2];
+  assign raddr = axil_req_i.ar_addr[LITE_ADDR_WIDTH-1:2];
 
   always_comb begin
     rmux = '0;
@@ -202,7 +205,7 @@ module csd_axil_ctrl import csd_axi_pkg::*; #(
       WORD_ISR: rmux[1:0] = isr_q;
       default: begin
         for (int unsigned k = 0; k < ArgWords; k++) begin
-          if (raddr == 6'(ARG_BASE_WORD + k)) rmux = arg_w[k];
+          if (raddr == word_addr_t'(ARG_BASE_WORD + k)) rmux = arg_w[k];
         end
       end
     endcase

@@ -34,6 +34,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -53,6 +54,11 @@ using csdkit::hls::ArgInfo;
 using csdkit::hls::ArgKind;
 
 constexpr uint32_t kArgBase = 0x10;
+/// Width of the offset constants (the control port's address space is csd_axi_pkg's
+/// LITE_ADDR_WIDTH bits, 9 today: offsets below 0x200).
+constexpr unsigned kOffsetBits = 12;
+/// The control port's register file must end within its address space (LITE_ADDR_WIDTH).
+constexpr uint32_t kLiteAddrSpace = 0x200;
 
 /// True when a table follows the Vitis ap_ctrl_hs layout from 0x10 with indices 0..n-1.
 constexpr bool FollowsVitisLayout(const ArgInfo* args, unsigned n) {
@@ -97,15 +103,27 @@ std::string Generate(const Table& t) {
   const ArgInfo& last = t.args[t.n - 1];
   const uint32_t end = last.offset + (last.kind == ArgKind::kPtr ? 12u : 8u);
   const uint32_t words = (end - kArgBase) / 4;
-  uint64_t mask = 0;  // bit k: word k is a register (the area is at most 60 words)
+  if (end > kLiteAddrSpace) {
+    std::fprintf(stderr, "gen_args_pkg: the register file of %s ends at 0x%x, past the control "
+                 "port's address space (0x%x)\n", t.kernel, end, kLiteAddrSpace);
+    std::exit(1);
+  }
+  // Bit k: word k is a register. Printed as hex digits, most significant first.
+  std::vector<bool> reg(words, false);
   for (unsigned i = 0; i < t.n; ++i) {
     const uint32_t w = (t.args[i].offset - kArgBase) / 4;
     const unsigned data_words = t.args[i].kind == ArgKind::kPtr ? 2u : 1u;
-    for (unsigned j = 0; j < data_words; ++j) mask |= uint64_t{1} << (w + j);
+    for (unsigned j = 0; j < data_words; ++j) reg[w + j] = true;
   }
-  char mask_text[32];
-  std::snprintf(mask_text, sizeof(mask_text), "%u'h%llx", static_cast<unsigned>(words),
-                static_cast<unsigned long long>(mask));
+  std::string mask_text = std::to_string(words) + "'h";
+  for (int d = static_cast<int>((words + 3) / 4) - 1; d >= 0; --d) {
+    unsigned nib = 0;
+    for (unsigned b = 0; b < 4; ++b) {
+      const unsigned k = static_cast<unsigned>(d) * 4 + b;
+      if (k < words && reg[k]) nib |= 1u << b;
+    }
+    mask_text += "0123456789abcdef"[nib];
+  }
   size_t name_w = 0;
   for (unsigned i = 0; i < t.n; ++i) name_w = std::max(name_w, std::strlen(t.args[i].name));
 
@@ -129,7 +147,7 @@ std::string Generate(const Table& t) {
     << "  /// Arguments of the kernel.\n"
     << "  localparam int unsigned NUM_ARGS = " << t.n << ";\n"
     << "  /// First byte past the register file.\n"
-    << "  localparam logic [7:0] REGS_END = " << Hex(end, 2) << ";\n"
+    << "  localparam logic [" << kOffsetBits - 1 << ":0] REGS_END = " << Hex(end, 3) << ";\n"
     << "  /// 32-bit words of the argument area (0x10 up to REGS_END).\n"
     << "  localparam int unsigned ARG_WORDS = " << words << ";\n"
     << "  /// Bit k: the word at 0x10 + 4k is a register (1) or reserved (0).\n"
@@ -141,7 +159,8 @@ std::string Generate(const Table& t) {
     o << "  /// " << a.name << " (" << (ptr ? "64-bit pointer" : "32-bit scalar")
       << (ptr ? std::string(", bundle ") + a.bundle : std::string()) << "): "
       << a.doc << ".\n"
-      << "  localparam logic [7:0] ARG_" << up << "_OFFSET = " << Hex(a.offset, 2) << ";\n"
+      << "  localparam logic [" << kOffsetBits - 1 << ":0] ARG_" << up
+      << "_OFFSET = " << Hex(a.offset, 3) << ";\n"
       << "  localparam int unsigned ARG_" << up << "_WORD = " << (a.offset - kArgBase) / 4
       << ";\n";
   }

@@ -35,6 +35,8 @@ BufferRole UpdateBufferRole(const hls::ArgInfo& a) {
       case update_arg::theta:
       case update_arg::m:
       case update_arg::v:
+      case update_arg::m_absmax:  // q8: the moments' absmax values live in the store too
+      case update_arg::v_absmax:
         return BufferRole::kState;
       case update_arg::grad:
       case update_arg::sp_idx:

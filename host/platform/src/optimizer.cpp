@@ -99,6 +99,12 @@ KernelLaunch MakeLaunch(const OptimizerConfig& c, const GradSpec& gs, int64_t st
   md.out = gs.out;
   md.sparse = gs.sparse;
   md.ftz = gs.ftz;
+  md.state = gs.state;
+  if (gs.state == hls::StateFmt::kQ8Bf16 && gs.out == DType::kFp16) {
+    throw std::invalid_argument(
+        "low-precision copy: expected bf16 or none for a q8-bf16 state (its weights are bf16, "
+        "so the copy is the weights themselves), found fp16");
+  }
   const double t = static_cast<double>(step);
   // Every scalar is computed in double and rounded once to binary32, where it must be finite:
   // a value that is finite in double but overflows binary32 (lr 1e39, loss scale 1e-39, ...)
@@ -237,6 +243,24 @@ DType ParseOutDType(const std::string& s) {
   if (s == "fp16") return DType::kFp16;
   if (s == "bf16") return DType::kBf16;
   throw std::invalid_argument("output dtype: expected none, fp16 or bf16; found '" + s + "'");
+}
+
+const char* StateFmtName(hls::StateFmt f) {
+  switch (f) {
+    case hls::StateFmt::kQ8:
+      return "q8";
+    case hls::StateFmt::kQ8Bf16:
+      return "q8-bf16";
+    default:
+      return "fp32";
+  }
+}
+
+hls::StateFmt ParseStateFmt(const std::string& s) {
+  if (s == "fp32") return hls::StateFmt::kFp32;
+  if (s == "q8") return hls::StateFmt::kQ8;
+  if (s == "q8-bf16") return hls::StateFmt::kQ8Bf16;
+  throw std::invalid_argument("state format: expected fp32, q8 or q8-bf16; found '" + s + "'");
 }
 
 }  // namespace csdkit

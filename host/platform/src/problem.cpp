@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/hls/update_args.h"
 #include "csdkit/platform/checksum.h"
 #include "csdkit/platform/splitmix.h"
@@ -119,17 +121,28 @@ Problem Problem::Generate(const ProblemSpec& spec) {
   const DType gt = spec.grad.grad;
   const unsigned eb = DTypeBytes(gt);
 
-  p.buf.theta = AlignedBuffer(StateBytes(n));
-  p.buf.m = AlignedBuffer(StateBytes(n));
-  p.buf.v = AlignedBuffer(StateBytes(n));
+  const hls::StateFmt fmt = spec.grad.state;
+  const bool q8 = hls::IsQ8(fmt);
+  const uint64_t blocks = (static_cast<uint64_t>(n) + hls::kQ8Block - 1) / hls::kQ8Block;
+  const uint64_t padded = blocks * hls::kQ8Block;  // q8: the values of whole blocks
+  p.buf.theta = AlignedBuffer(hls::WordsFor(n, fmt == hls::StateFmt::kQ8Bf16 ? 2 : 4) *
+                              hls::kWordBytes);
+  p.buf.m = AlignedBuffer(q8 ? hls::WordsFor(n, 1) * hls::kWordBytes : StateBytes(n));
+  p.buf.v = AlignedBuffer(q8 ? hls::WordsFor(n, 1) * hls::kWordBytes : StateBytes(n));
+  p.buf.m_absmax = AlignedBuffer(q8 ? hls::WordsFor(blocks, 4) * hls::kWordBytes : hls::kWordBytes);
+  p.buf.v_absmax = AlignedBuffer(q8 ? hls::WordsFor(blocks, 4) * hls::kWordBytes : hls::kWordBytes);
   p.buf.out16 = AlignedBuffer(hls::WordsFor(n, 2) * hls::kWordBytes);
   p.buf.status = AlignedBuffer(hls::kWordBytes);
   p.dense_grad = AlignedBuffer(hls::WordsFor(n, eb) * hls::kWordBytes);
 
   SplitMix64 rng{spec.seed};
-  float* th = p.buf.theta.as<float>();
-  float* m = p.buf.m.as<float>();
-  float* v = p.buf.v.as<float>();
+  // The binary32 values (q8: of whole blocks, the padding zero), stored below in the format.
+  AlignedBuffer th32(StateBytes(static_cast<uint32_t>(q8 ? padded : n)));
+  AlignedBuffer m32(StateBytes(static_cast<uint32_t>(q8 ? padded : n)));
+  AlignedBuffer v32(StateBytes(static_cast<uint32_t>(q8 ? padded : n)));
+  float* th = th32.as<float>();
+  float* m = m32.as<float>();
+  float* v = v32.as<float>();
   const double acc0 =
       spec.hyper.opt == Optimizer::kAdagrad ? spec.hyper.initial_accumulator_value : 0.0;
   for (uint32_t i = 0; i < n; ++i) {
@@ -147,12 +160,47 @@ Problem Problem::Generate(const ProblemSpec& spec) {
   // that the ordinary elements of a special problem equal those of the random one.
   const bool special = spec.data == ProblemData::kSpecial;
   SplitMix64 sp{SplitMixHash(spec.seed ^ 0x5be1a1c0ffee0001ull)};
-  if (special) {
+  if (special && !q8) {
     MixSpecial(th, n, kBinary32, sp);
     MixSpecial(m, n, kBinary32, sp);
     MixSpecial(v, n, kBinary32, sp);
-    if (!p.spec.grad.sparse) MixSpecial(p.dense_grad.data(), n, FormatOf(gt), sp);
   }
+  if (!q8) {
+    std::memcpy(p.buf.theta.data(), th, size_t{n} * 4);
+    std::memcpy(p.buf.m.data(), m, size_t{n} * 4);
+    std::memcpy(p.buf.v.data(), v, size_t{n} * 4);
+  } else {
+    // theta: binary32, or bf16 by nearest even.
+    if (fmt == hls::StateFmt::kQ8Bf16) {
+      uint16_t* t16 = p.buf.theta.as<uint16_t>();
+      for (uint32_t i = 0; i < n; ++i) t16[i] = hls::F32ToBf16(hls::F2U(th[i]));
+      if (special) MixSpecial(t16, n, kBfloat, sp);
+    } else {
+      std::memcpy(p.buf.theta.data(), th, size_t{n} * 4);
+      if (special) MixSpecial(p.buf.theta.data(), n, kBinary32, sp);
+    }
+    // The moments, block by block (a partial last block quantized with its zero padding).
+    const hls::Fp32 ieee(false);
+    for (unsigned a = 0; a < 2; ++a) {
+      const float* x = a == 0 ? m : v;
+      uint8_t* codes = (a == 0 ? p.buf.m : p.buf.v).as<uint8_t>();
+      float* amax = (a == 0 ? p.buf.m_absmax : p.buf.v_absmax).as<float>();
+      for (uint64_t b = 0; b < blocks; ++b) {
+        uint8_t c[hls::kQ8Block];
+        hls::QuantizeBlockQ8(x + b * hls::kQ8Block, hls::kQ8Block, a == 0, ieee, c, &amax[b]);
+        const uint64_t len = std::min<uint64_t>(hls::kQ8Block, n - b * hls::kQ8Block);
+        std::memcpy(codes + b * hls::kQ8Block, c, len);
+      }
+      if (special) {
+        MixSpecial(amax, blocks, kBinary32, sp);
+        for (uint32_t i = 0; i < n; ++i) {
+          const uint64_t pick = sp.Next(), r = sp.Next();
+          if (pick % 3u == 0u) codes[i] = static_cast<uint8_t>(r >> 24);
+        }
+      }
+    }
+  }
+  if (special && !p.spec.grad.sparse) MixSpecial(p.dense_grad.data(), n, FormatOf(gt), sp);
 
   if (p.spec.grad.sparse) {
     SparseGrad s = CompressTopK(p.dense_grad.data(), gt, n, spec.topk);
@@ -167,6 +215,7 @@ Problem Problem::Generate(const ProblemSpec& spec) {
     p.buf.sp_blk = AlignedBuffer(hls::kWordBytes);
   }
   p.buf.SetScalars(n, p.nnz, p.launch);
+  p.buf.SetRandomKey(spec.seed, static_cast<uint64_t>(spec.step), spec.index);
   return p;
 }
 
@@ -177,18 +226,42 @@ uint32_t RunUpdate(UpdateBuffers& b, uint32_t n, uint32_t nnz, const KernelLaunc
 
 uint32_t Problem::Run() { return RunUpdate(buf, spec.n, nnz, launch); }
 
+// (RunUpdate sets the scalars of SetScalars only: the random key of a q8-bf16 launch stays as
+// Generate set it.)
+
 uint64_t ArrayView::bytes() const {
-  const unsigned eb = (dtype == "fp32" || dtype == "u32") ? 4 : 2;
+  const unsigned eb = (dtype == "fp32" || dtype == "u32") ? 4 : dtype == "u8" ? 1 : 2;
   return count * eb;
 }
+
+namespace {
+
+// The state arrays of a launch in its format: theta (binary32 or bf16), then per moment the
+// binary32 values or (q8) the codes and the absmax per block.
+std::vector<ArrayView> StateArrays(const Problem& p, const hls::Mode& md, const UpdateBuffers& b) {
+  const uint64_t n = p.spec.n;
+  const bool q8 = hls::IsQ8(md.state);
+  const uint64_t blocks = (n + hls::kQ8Block - 1) / hls::kQ8Block;
+  std::vector<ArrayView> v{
+      {"theta", md.state == hls::StateFmt::kQ8Bf16 ? "bf16" : "fp32", n, &b.theta}};
+  if (hls::UsesM(md)) {
+    v.push_back({"m", q8 ? "u8" : "fp32", n, &b.m});
+    if (q8) v.push_back({"m_absmax", "fp32", blocks, &b.m_absmax});
+  }
+  if (hls::UsesV(md)) {
+    v.push_back({"v", q8 ? "u8" : "fp32", n, &b.v});
+    if (q8) v.push_back({"v_absmax", "fp32", blocks, &b.v_absmax});
+  }
+  return v;
+}
+
+}  // namespace
 
 std::vector<ArrayView> InputArrays(const Problem& p, const UpdateBuffers& b) {
   hls::Mode md{};
   hls::DecodeMode(p.launch.mode, &md);
   const std::string gt = DTypeName(p.spec.grad.grad);
-  std::vector<ArrayView> v{{"theta", "fp32", p.spec.n, &b.theta}};
-  if (hls::UsesM(md)) v.push_back({"m", "fp32", p.spec.n, &b.m});
-  if (hls::UsesV(md)) v.push_back({"v", "fp32", p.spec.n, &b.v});
+  std::vector<ArrayView> v = StateArrays(p, md, b);
   if (md.sparse) {
     v.push_back({"grad", gt, p.nnz, &b.grad});
     v.push_back({"sp_idx", "u16", p.nnz, &b.sp_idx});
@@ -202,9 +275,7 @@ std::vector<ArrayView> InputArrays(const Problem& p, const UpdateBuffers& b) {
 std::vector<ArrayView> OutputArrays(const Problem& p, const UpdateBuffers& b) {
   hls::Mode md{};
   hls::DecodeMode(p.launch.mode, &md);
-  std::vector<ArrayView> v{{"theta", "fp32", p.spec.n, &b.theta}};
-  if (hls::UsesM(md)) v.push_back({"m", "fp32", p.spec.n, &b.m});
-  if (hls::UsesV(md)) v.push_back({"v", "fp32", p.spec.n, &b.v});
+  std::vector<ArrayView> v = StateArrays(p, md, b);
   if (md.out != DType::kFp32) v.push_back({"out16", DTypeName(md.out), p.spec.n, &b.out16});
   v.push_back({"status", "u32", hls::kLanes, &b.status});
   return v;
@@ -269,12 +340,19 @@ void DumpProblem(const std::string& dir, const Problem& p, const UpdateBuffers& 
   j["sparse"] = p.spec.grad.sparse;
   if (source.is_null()) j["topk"] = p.spec.topk;
   j["ftz"] = p.spec.grad.ftz;
+  j["state"] = StateFmtName(p.spec.grad.state);
   j["hyper"] = HyperToJson(p.spec.hyper);
   j["hyper"]["loss_scale"] = p.spec.grad.loss_scale;
   j["hyper"]["clip_coef"] = p.spec.grad.clip_coef;
   // Every kernel argument in table order: scalars with value and bits, pointers by buffer.
   UpdateLaunch<bool> launch;
   launch.SetScalars(p.spec.n, p.nnz, p.launch);
+  launch.seed_lo = inputs.seed_lo;  // the random key as the launch had it
+  launch.seed_hi = inputs.seed_hi;
+  launch.step_lo = inputs.step_lo;
+  launch.step_hi = inputs.step_hi;
+  launch.index_lo = inputs.index_lo;
+  launch.index_hi = inputs.index_hi;
   json args = json::array();
   launch.ForEachArg([&](const hls::ArgInfo& a, auto field) {
     json e{{"name", a.name}, {"offset", Hex32(a.offset)}};
@@ -284,8 +362,12 @@ void DumpProblem(const std::string& dir, const Problem& p, const UpdateBuffers& 
       const uint32_t bits = static_cast<uint32_t>(field);
       e["kind"] = "scalar";
       e["hex"] = Hex32(bits);
-      if (a.index >= 11) e["value"] = hls::U2F(bits);  // the binary32 operands
-      else e["value"] = bits;
+      // The binary32 operands (unscale .. c2) as numbers; the integers as they are.
+      if (a.index >= update_arg::unscale && a.index <= update_arg::c2) {
+        e["value"] = hls::U2F(bits);
+      } else {
+        e["value"] = bits;
+      }
     }
     args.push_back(e);
   });

@@ -6,8 +6,10 @@
 #include <tuple>
 
 #include "csdkit/hls/bits.h"
+#include "csdkit/hls/crc.h"
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/mode.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/checksum.h"
 
 namespace csdkit {
@@ -99,27 +101,42 @@ std::string CheckStatusLanes(const Problem& p, const UpdateBuffers& got) {
   if (!hls::DecodeMode(p.launch.mode, &md)) return "status: the launch's mode word is invalid";
   const uint32_t n = p.spec.n;
   const bool um = hls::UsesM(md), uv = hls::UsesV(md);
-  // The host's CRC-32 (zlib's) of the first n words of a state array; 0 for unused state.
-  auto crc = [n](const AlignedBuffer& b, bool used) {
-    return used ? Crc32(b.data(), 4ull * n) : 0u;
+  const bool q8 = hls::IsQ8(md.state), bf16 = md.state == hls::StateFmt::kQ8Bf16;
+  const uint64_t blocks = n / hls::kQ8Block;
+  // The host's CRC-32 (zlib's) of an array as stored, 0 for unused state: n binary32 (or bf16)
+  // theta values; a q8 moment's n codes followed by its absmax values.
+  auto crc = [&](const AlignedBuffer& b, bool used) {
+    return used ? Crc32(b.data(), uint64_t{n} * (bf16 ? 2 : 4)) : 0u;
   };
+  auto mcrc = [&](const AlignedBuffer& codes, const AlignedBuffer& amax, bool used) {
+    if (!used) return 0u;
+    if (!q8) return Crc32(codes.data(), 4ull * n);
+    return hls::Crc32Combine(Crc32(codes.data(), n), Crc32(amax.data(), 4 * blocks), 4 * blocks);
+  };
+  // What reads back non-finite: a theta value, a moment element (q8: every element of a block
+  // whose absmax is non-finite).
   uint32_t count = 0, first = hls::kStatusNoPosition;
+  auto nonfinite = [](uint32_t x) { return (x & hls::kExpMask) == hls::kExpMask; };
   for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t w[3] = {got.theta.as<uint32_t>()[i], um ? got.m.as<uint32_t>()[i] : 0u,
-                           uv ? got.v.as<uint32_t>()[i] : 0u};
-    for (uint32_t x : w) {
-      if ((x & hls::kExpMask) != hls::kExpMask) continue;
+    const uint32_t t = bf16 ? static_cast<uint32_t>(got.theta.as<uint16_t>()[i]) << 16
+                            : got.theta.as<uint32_t>()[i];
+    const uint32_t mb = !um ? 0u : q8 ? got.m_absmax.as<uint32_t>()[i / hls::kQ8Block]
+                                      : got.m.as<uint32_t>()[i];
+    const uint32_t vb = !uv ? 0u : q8 ? got.v_absmax.as<uint32_t>()[i / hls::kQ8Block]
+                                      : got.v.as<uint32_t>()[i];
+    for (uint32_t x : {t, mb, vb}) {
+      if (!nonfinite(x)) continue;
       if (count != 0xffffffffu) ++count;
       if (first == hls::kStatusNoPosition) first = i;
     }
   }
   const std::tuple<unsigned, const char*, uint32_t> want[] = {
       {hls::kStatusCrcThetaIn, "CRC of theta read", crc(p.buf.theta, true)},
-      {hls::kStatusCrcMIn, "CRC of m read", crc(p.buf.m, um)},
-      {hls::kStatusCrcVIn, "CRC of v read", crc(p.buf.v, uv)},
+      {hls::kStatusCrcMIn, "CRC of m read", mcrc(p.buf.m, p.buf.m_absmax, um)},
+      {hls::kStatusCrcVIn, "CRC of v read", mcrc(p.buf.v, p.buf.v_absmax, uv)},
       {hls::kStatusCrcThetaOut, "CRC of theta written", crc(got.theta, true)},
-      {hls::kStatusCrcMOut, "CRC of m written", crc(got.m, um)},
-      {hls::kStatusCrcVOut, "CRC of v written", crc(got.v, uv)},
+      {hls::kStatusCrcMOut, "CRC of m written", mcrc(got.m, got.m_absmax, um)},
+      {hls::kStatusCrcVOut, "CRC of v written", mcrc(got.v, got.v_absmax, uv)},
       {hls::kStatusNonFinite, "non-finite count", count},
       {hls::kStatusNonFinitePos, "first non-finite element", first},
       {hls::kStatusAxiError, "AXI error", 0u}};
@@ -148,13 +165,18 @@ SelfTestReport SelfTest(Device& dev, const SelfTestOptions& o) {
   const uint32_t sp32[] = {0x7fc00000u, 0xff800001u, 0x7f800000u, 0x80000000u, 0x00000001u,
                            0x807fffffu, 0x7f7fffffu, 0x00800000u};
   const uint16_t sp16[] = {0x7e00u, 0xfc01u, 0x7c00u, 0x8000u, 0x0001u, 0x83ffu, 0x7bffu, 0x0400u};
+  for (hls::StateFmt st : o.states) {
+  const bool q8 = hls::IsQ8(st);
   for (const Variant& var : AllVariants()) {
     for (DType g : {DType::kFp32, DType::kFp16, DType::kBf16}) {
       for (DType out : {DType::kFp32, DType::kFp16, DType::kBf16}) {
+        if (st == hls::StateFmt::kQ8Bf16 && out == DType::kFp16) continue;
         for (bool sparse : {false, true}) {
           for (bool ftz : {false, true}) {
             if ((ftz && !o.ftz) || (!ftz && !o.ieee)) continue;
-            for (uint32_t n : o.sizes) {
+            for (uint32_t size : o.sizes) {
+              const uint32_t n =
+                  q8 ? (size + hls::kQ8Block - 1) / hls::kQ8Block * hls::kQ8Block : size;
               ProblemSpec spec;
               spec.hyper = var.cfg;
               spec.step = var.step;
@@ -165,8 +187,11 @@ SelfTestReport SelfTest(Device& dev, const SelfTestOptions& o) {
               spec.n = n;
               spec.topk = sparse ? 0.05 : 0.0;
               spec.seed = ++seed;
+              spec.grad.state = st;
+              spec.index = q8 ? 256ull * (seed % 1000) : 0;
+              if (q8 && seed % 2 == 0) spec.data = ProblemData::kSpecial;
               Problem p = Problem::Generate(spec);
-              for (uint32_t k = 0; k < 8 && k * 7 < n; ++k) {
+              for (uint32_t k = 0; !q8 && k < 8 && k * 7 < n; ++k) {
                 p.buf.theta.as<uint32_t>()[k * 7] = sp32[k];
                 p.buf.m.as<uint32_t>()[(k * 5) % n] = sp32[(k + 3) % 8];
                 if (!sparse && g == DType::kFp32) p.buf.grad.as<uint32_t>()[k * 7] = sp32[(k + 1) % 8];
@@ -177,9 +202,12 @@ SelfTestReport SelfTest(Device& dev, const SelfTestOptions& o) {
               RunUpdate(exp, p.spec.n, p.nnz, p.launch);
               const UpdateBuffers got = RunOnDevice(dev, p);
               std::string r;
+              const unsigned tb = st == hls::StateFmt::kQ8Bf16 ? 2u : 4u, mb = q8 ? 1u : 4u;
               for (const auto& [nm, a, b, eb] :
-                   {std::tuple{"theta", &exp.theta, &got.theta, 4u},
-                    std::tuple{"m", &exp.m, &got.m, 4u}, std::tuple{"v", &exp.v, &got.v, 4u},
+                   {std::tuple{"theta", &exp.theta, &got.theta, tb},
+                    std::tuple{"m", &exp.m, &got.m, mb}, std::tuple{"v", &exp.v, &got.v, mb},
+                    std::tuple{"m_absmax", &exp.m_absmax, &got.m_absmax, 4u},
+                    std::tuple{"v_absmax", &exp.v_absmax, &got.v_absmax, 4u},
                     std::tuple{"out16", &exp.out16, &got.out16, 2u},
                     std::tuple{"status", &exp.status, &got.status, 4u}}) {
                 const std::string d = DiffBuffers(nm, *a, *b, eb);
@@ -190,7 +218,8 @@ SelfTestReport SelfTest(Device& dev, const SelfTestOptions& o) {
               const std::string lanes = CheckStatusLanes(p, got);
               if (!lanes.empty()) r += (r.empty() ? "" : "; ") + lanes;
               std::ostringstream desc;
-              desc << var.name << " grad=" << DTypeName(g) << " out=" << OutDTypeName(out)
+              desc << var.name << " state=" << StateFmtName(st) << " grad=" << DTypeName(g)
+                   << " out=" << OutDTypeName(out)
                    << (sparse ? " sparse" : " dense") << (ftz ? " ftz" : " ieee") << " n=" << n
                    << " seed=" << spec.seed;
               ++rep.launches;
@@ -204,6 +233,7 @@ SelfTestReport SelfTest(Device& dev, const SelfTestOptions& o) {
         }
       }
     }
+  }
   }
   return rep;
 }

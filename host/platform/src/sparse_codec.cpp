@@ -103,8 +103,12 @@ SparseGrad CompressTopK(const void* dense, DType dtype, uint32_t n, double ratio
 std::string DescribeKernelError(uint32_t bits, uint32_t pos) {
   if (bits == 0) return "";
   std::ostringstream os;
-  if (bits & hls::kErrBadMode) os << "invalid mode word (unknown optimizer/dtype or flag)";
-  else if (bits & hls::kErrBlkTable)
+  if (bits & hls::kErrBadMode) {
+    os << "invalid mode word (unknown optimizer/dtype/state format or flag)";
+  } else if (bits & hls::kErrBlockLen) {
+    os << "q8 state: expected whole blocks of 256 (the element count and the first element's "
+          "store index multiples of 256)";
+  } else if (bits & hls::kErrBlkTable)
     os << "block table entry " << pos << ": expected a non-decreasing prefix count starting at 0";
   else if (bits & hls::kErrCount)
     os << "block table entry " << pos << ": expected counts to total nnz (and nnz <= n)";

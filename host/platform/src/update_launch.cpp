@@ -3,6 +3,7 @@
 #include "csd_update.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/aligned_buffer.h"
 
 namespace csdkit {
@@ -36,10 +37,16 @@ UpdateFootprint LaunchFootprint(uint32_t mode, uint32_t n, uint32_t nnz) {
   auto words = [](uint64_t count, unsigned elem_bytes) {
     return hls::WordsFor(count, elem_bytes) * hls::kWordBytes;
   };
+  // q8: theta binary32 or bf16, a moment one code per element and one absmax per block.
+  const bool q8 = ok && hls::IsQ8(md.state);
+  const unsigned theta_bytes = ok && md.state == hls::StateFmt::kQ8Bf16 ? 2 : 4;
+  const uint64_t blocks = (static_cast<uint64_t>(n) + hls::kQ8Block - 1) / hls::kQ8Block;
   UpdateLaunch<uint64_t> f;
-  f.theta = words(n, 4);
-  f.m = ok && hls::UsesM(md) ? words(n, 4) : 0;
-  f.v = ok && hls::UsesV(md) ? words(n, 4) : 0;
+  f.theta = words(n, theta_bytes);
+  f.m = ok && hls::UsesM(md) ? (q8 ? words(n, 1) : words(n, 4)) : 0;
+  f.v = ok && hls::UsesV(md) ? (q8 ? words(n, 1) : words(n, 4)) : 0;
+  f.m_absmax = q8 && hls::UsesM(md) ? words(blocks, 4) : 0;
+  f.v_absmax = q8 && hls::UsesV(md) ? words(blocks, 4) : 0;
   f.grad = sparse ? hls::WordsFor(nnz, static_cast<unsigned>(eb)) * hls::kWordBytes
                   : hls::WordsFor(n, static_cast<unsigned>(eb)) * hls::kWordBytes;
   f.sp_idx = sparse ? words(nnz, 2) : 0;
@@ -55,9 +62,14 @@ uint64_t LaunchMemoryTraffic(uint32_t mode, uint32_t n, uint32_t nnz) {
   hls::Mode md{};
   const bool ok = hls::DecodeMode(mode, &md);
   const uint64_t eb = ok ? DTypeBytes(md.grad) : 4;
-  uint64_t bytes = 8ull * n;  // theta read and written
-  if (ok && hls::UsesM(md)) bytes += 8ull * n;
-  if (ok && hls::UsesV(md)) bytes += 8ull * n;
+  // State read and written: binary32 (8 bytes per element and array), bf16 theta (4), a q8
+  // moment's codes (2) and absmax (8 per block).
+  const bool q8 = ok && hls::IsQ8(md.state);
+  const uint64_t moment = q8 ? 2ull * n + 8ull * ((n + hls::kQ8Block - 1) / hls::kQ8Block)
+                             : 8ull * n;
+  uint64_t bytes = (ok && md.state == hls::StateFmt::kQ8Bf16 ? 4ull : 8ull) * n;
+  if (ok && hls::UsesM(md)) bytes += moment;
+  if (ok && hls::UsesV(md)) bytes += moment;
   bytes += ok && md.sparse ? (2 + eb) * static_cast<uint64_t>(nnz) : eb * n;
   if (ok && md.out != DType::kFp32) bytes += 2ull * n;
   return bytes;

@@ -34,8 +34,9 @@ std::string Hex32(uint32_t x) {
 
 [[noreturn]] void CorruptState(const Store& s, unsigned d, unsigned v, const Subgroup& g,
                                uint32_t expected, uint32_t found) {
-  throw StoreError("store '" + s.dir() + "' is corrupt: " + s.FilePath(d, v, s.slot()) +
-                   " subgroup " + std::to_string(g.index) + ": expected CRC " + Hex32(expected) +
+  std::string files;  // the variable's files (a q8 moment: its codes and its absmax values)
+  for (unsigned a : s.ArraysOf(v)) files += (files.empty() ? "" : " + ") + s.FilePath(d, a, s.slot());
+  throw StoreError("store '" + s.dir() + "' is corrupt: " + files + " subgroup " + std::to_string(g.index) + ": expected CRC " + Hex32(expected) +
                    ", found " + Hex32(found) +
                    " (the kernel's CRC of the state as it read it: the file, or its copy in "
                    "device or host memory, is damaged); nothing was committed (a step that "
@@ -77,10 +78,21 @@ nlohmann::json StepReport::ToJson() const {
 
 namespace {
 
-// The state buffer of a launch that holds store variable `name` (theta, m or v).
+// The buffer of a launch that holds a store array (theta, m, v, or a q8 moment's absmax).
 template <typename B>
-B& StateOf(UpdateLaunch<B>& l, const std::string& name) {
-  return name == "theta" ? l.theta : name == "m" ? l.m : l.v;
+B& ArrayOf(UpdateLaunch<B>& l, const StateArray& a) {
+  switch (a.arg) {
+    case update_arg::m:
+      return l.m;
+    case update_arg::v:
+      return l.v;
+    case update_arg::m_absmax:
+      return l.m_absmax;
+    case update_arg::v_absmax:
+      return l.v_absmax;
+    default:
+      return l.theta;
+  }
 }
 
 // What the store's launches can need at most: a sparse launch of a whole subgroup with every
@@ -90,6 +102,7 @@ UpdateFootprint SubgroupFootprint(const StoreConfig& c) {
   gs.grad = c.grad;
   gs.out = c.out;
   gs.sparse = true;
+  gs.state = c.state;
   const KernelLaunch k = MakeLaunch(c.hyper, gs, 1);
   return LaunchFootprint(k.mode, c.subgroup_elems, c.subgroup_elems);
 }
@@ -212,7 +225,7 @@ AlignedBuffer DumpBuffer(uint64_t bytes) { return AlignedBuffer(std::max<uint64_
 // Reads a device launch's buffers back into host buffers for a dump (not booked on the link
 // model): the inputs before the kernel (state, gradient, sparse index and block table), or the
 // outputs after it (state, low-precision copy, status). Returns the bytes read.
-uint64_t ReadBack(Device& dev, DeviceLaunch& b, const std::vector<std::string>& vars,
+uint64_t ReadBack(Device& dev, DeviceLaunch& b, const Store& st, const Subgroup& sg,
                   bool inputs, uint32_t n, uint32_t nnz, unsigned eb, bool sparse, DType out,
                   UpdateLaunch<AlignedBuffer>* h) {
   uint64_t total = 0;
@@ -221,7 +234,10 @@ uint64_t ReadBack(Device& dev, DeviceLaunch& b, const std::vector<std::string>& 
     if (bytes > 0) dev.DeviceToHost(*src, 0, dst.data(), bytes, nullptr);
     total += bytes;
   };
-  for (const std::string& name : vars) get(StateOf(b, name), StateOf(*h, name), 4ull * n);
+  for (unsigned a = 0; a < st.arrays().size(); ++a) {
+    const StateArray& arr = st.arrays()[a];
+    get(ArrayOf(b, arr), ArrayOf(*h, arr), st.Extent(a, sg).bytes);
+  }
   if (inputs) {
     if (sparse) {
       get(b.grad, h->grad, uint64_t{nnz} * eb);
@@ -238,7 +254,7 @@ uint64_t ReadBack(Device& dev, DeviceLaunch& b, const std::vector<std::string>& 
 }
 
 // The same from the baseline's host buffers (a copy; the launch goes on with its own).
-void CopyBack(const std::vector<std::string>& vars, const std::vector<AlignedBuffer*>& state,
+void CopyBack(const Store& st, const Subgroup& sg, const std::vector<AlignedBuffer*>& state,
               bool inputs, uint32_t n, uint32_t nnz, unsigned eb, const void* grad,
               const void* sp_idx, const void* sp_blk, const UpdateLaunch<AlignedBuffer>& hb,
               DType out, UpdateLaunch<AlignedBuffer>* h) {
@@ -246,7 +262,9 @@ void CopyBack(const std::vector<std::string>& vars, const std::vector<AlignedBuf
     dst = DumpBuffer(bytes);
     if (bytes > 0) std::memcpy(dst.data(), src, bytes);
   };
-  for (size_t v = 0; v < vars.size(); ++v) put(StateOf(*h, vars[v]), state[v]->data(), 4ull * n);
+  for (unsigned a = 0; a < st.arrays().size(); ++a) {
+    put(ArrayOf(*h, st.arrays()[a]), state[a]->data(), st.Extent(a, sg).bytes);
+  }
   if (inputs) {
     if (sp_blk != nullptr) {
       put(h->grad, grad, uint64_t{nnz} * eb);
@@ -407,9 +425,10 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       const bool do_compute = o.phases != StepPhases::kIoOnly;
       // Load: state P2P from the committed slot, gradient over the shared link.
       std::vector<aio::IoTicket> loads;
-      for (unsigned v = 0; do_io && v < bufs.state.size(); ++v) {
-        loads.push_back(dev.P2PRead(store_.file(d, v, rs), sg.file_offset(), *bufs.state[v], 0,
-                                    sg.io_bytes(), &vc));
+      for (unsigned a = 0; do_io && a < bufs.state.size(); ++a) {
+        const ArrayExtent e = store_.Extent(a, sg);
+        loads.push_back(dev.P2PRead(store_.file(d, a, rs), e.offset, *bufs.state[a], 0,
+                                    e.io_bytes, &vc));
       }
       uint32_t nnz = 0;
       if (g.sparse()) {
@@ -441,11 +460,13 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       const size_t launches = std::max<size_t>(classes.size(), 1);
       const bool dump = Dumps(o, d, sg);
       uint32_t status[hls::kLanes] = {};
+      // Copies a class's element ranges of array `a` (a < 0: the low-precision copy).
       auto ranges_between = [&](const DeviceBufferPtr& from, const DeviceBufferPtr& to,
-                                const StepClass& cls, unsigned bytes) {
+                                const StepClass& cls, int a) {
         for (const auto& [lo, hi] : cls.ranges) {
-          dev.CopyWithin(*from, uint64_t{bytes} * lo, *to, uint64_t{bytes} * lo,
-                         uint64_t{bytes} * (hi - lo));
+          const auto [off, len] = a < 0 ? std::pair<uint64_t, uint64_t>(2ull * lo, 2ull * (hi - lo))
+                                        : store_.ArrayRange(static_cast<unsigned>(a), lo, hi);
+          dev.CopyWithin(*from, off, *to, off, len);
         }
       };
       for (size_t li = 0; li < launches; ++li) {
@@ -454,40 +475,45 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
         if (li > 0) {
           // The last launch's results for its tensors kept; the inputs read again.
           if (bufs.stash.empty()) {
-            for (size_t v = 0; v < bufs.state.size(); ++v) {
-              bufs.stash.push_back(dev.Alloc(4ull * c.subgroup_elems, BufferRole::kState));
+            for (unsigned a = 0; a < bufs.state.size(); ++a) {
+              bufs.stash.push_back(dev.Alloc(store_.ArrayBufferBytes(a), BufferRole::kState));
             }
             if (c.out != DType::kFp32) {
               bufs.stash16 = dev.Alloc(2ull * c.subgroup_elems, BufferRole::kState);
             }
           }
-          for (size_t v = 0; v < bufs.state.size(); ++v) {
-            ranges_between(bufs.state[v], bufs.stash[v], classes[li - 1], 4);
+          for (unsigned a = 0; a < bufs.state.size(); ++a) {
+            ranges_between(bufs.state[a], bufs.stash[a], classes[li - 1], static_cast<int>(a));
           }
-          if (c.out != DType::kFp32) ranges_between(bufs.b.out16, bufs.stash16, classes[li - 1], 2);
+          if (c.out != DType::kFp32) ranges_between(bufs.b.out16, bufs.stash16, classes[li - 1], -1);
           const auto t0 = Clock::now();
-          for (unsigned v = 0; v < bufs.state.size(); ++v) {
-            dev.P2PRead(store_.file(d, v, rs), sg.file_offset(), *bufs.state[v], 0,
-                        sg.io_bytes(), &vc).Wait();
+          for (unsigned a = 0; a < bufs.state.size(); ++a) {
+            const ArrayExtent e = store_.Extent(a, sg);
+            dev.P2PRead(store_.file(d, a, rs), e.offset, *bufs.state[a], 0, e.io_bytes, &vc)
+                .Wait();
           }
           io += Since(t0);
         }
         // The launch's inputs as the device holds them, for a dump (outside the timed work).
         UpdateLaunch<AlignedBuffer> dump_in, dump_out;
         if (dump) {
-          dump_read_bytes_ += ReadBack(dev, bufs.b, store_.vars(), true, sg.n, nnz, eb,
+          dump_read_bytes_ += ReadBack(dev, bufs.b, store_, sg, true, sg.n, nnz, eb,
                                        g.sparse(), c.out, &dump_in);
+          dump_in.SetRandomKey(c.seed, static_cast<uint64_t>(store_.step() + 1),
+                               shard_base + sg.begin);
         }
         // Compute: one kernel at a time per device (one compute unit).
         if (do_compute) {
           const auto t1 = Clock::now();
           std::lock_guard<std::mutex> lock(*kernel_mu_[d]);
           bufs.b.SetScalars(sg.n, nnz, kl);
+          bufs.b.SetRandomKey(c.seed, static_cast<uint64_t>(store_.step() + 1),
+                              shard_base + sg.begin);
           dev.LaunchUpdate(bufs.b, nullptr, &vc);
           compute += Since(t1);
         }
         if (dump) {  // a failing launch is dumped too: its status says why
-          dump_read_bytes_ += ReadBack(dev, bufs.b, store_.vars(), false, sg.n, nnz, eb,
+          dump_read_bytes_ += ReadBack(dev, bufs.b, store_, sg, false, sg.n, nnz, eb,
                                        g.sparse(), c.out, &dump_out);
           DumpLaunch(o, d, sg, nnz, dump_in, dump_out, lstep, kl,
                      launches > 1 ? static_cast<int>(li) : -1);
@@ -502,10 +528,10 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
         }
       }
       for (size_t li = 0; li + 1 < launches; ++li) {  // the earlier launches' results back
-        for (size_t v = 0; v < bufs.state.size(); ++v) {
-          ranges_between(bufs.stash[v], bufs.state[v], classes[li], 4);
+        for (unsigned a = 0; a < bufs.state.size(); ++a) {
+          ranges_between(bufs.stash[a], bufs.state[a], classes[li], static_cast<int>(a));
         }
-        if (c.out != DType::kFp32) ranges_between(bufs.stash16, bufs.b.out16, classes[li], 2);
+        if (c.out != DType::kFp32) ranges_between(bufs.stash16, bufs.b.out16, classes[li], -1);
       }
       const auto frozen = do_io && do_compute ? FrozenIn(g, shard_base, sg)
                                               : std::vector<std::pair<uint32_t, uint32_t>>();
@@ -514,13 +540,15 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       if (do_io && do_compute) {
         for (const auto& [lo, hi] : frozen) {
           if (!bufs.scratch) bufs.scratch = dev.Alloc(kScratchBytes, BufferRole::kState);
-          const uint64_t want0 = sg.file_offset() + 4ull * lo, want1 = sg.file_offset() + 4ull * hi;
-          for (uint64_t c0 = want0 / 4096 * 4096; c0 < want1; c0 += kScratchBytes) {
-            const uint64_t c1 = std::min(c0 + kScratchBytes, (want1 + 4095) / 4096 * 4096);
-            const uint64_t a = std::max(c0, want0), z = std::min(c1, want1);
-            for (unsigned v = 0; v < bufs.state.size(); ++v) {
+          for (unsigned v = 0; v < bufs.state.size(); ++v) {
+            const ArrayExtent e = store_.Extent(v, sg);
+            const auto [off, len] = store_.ArrayRange(v, lo, hi);
+            const uint64_t want0 = e.offset + off, want1 = want0 + len;
+            for (uint64_t c0 = want0 / 4096 * 4096; c0 < want1; c0 += kScratchBytes) {
+              const uint64_t c1 = std::min(c0 + kScratchBytes, (want1 + 4095) / 4096 * 4096);
+              const uint64_t a = std::max(c0, want0), z = std::min(c1, want1);
               dev.P2PRead(store_.file(d, v, rs), c0, *bufs.scratch, 0, c1 - c0, &vc).Wait();
-              dev.CopyWithin(*bufs.scratch, a - c0, *bufs.state[v], a - sg.file_offset(), z - a);
+              dev.CopyWithin(*bufs.scratch, a - c0, *bufs.state[v], a - e.offset, z - a);
             }
           }
         }
@@ -529,6 +557,12 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       if (c.out != DType::kFp32 && do_io) {
         dev.DeviceToHost(*bufs.b.out16, 0, weights16_.data() + (shard_base + sg.begin) * 2,
                          2ull * sg.n, &vc);
+      } else if (o.fp32_weights_out && do_io && store_.state() == hls::StateFmt::kQ8Bf16) {
+        // bf16 weights, handed out widened (exactly) to binary32.
+        std::vector<uint16_t> h(sg.n);
+        dev.DeviceToHost(*bufs.b.theta, 0, h.data(), 2ull * sg.n, &vc);
+        uint32_t* w32 = reinterpret_cast<uint32_t*>(weights32_.data()) + shard_base + sg.begin;
+        for (uint32_t i = 0; i < sg.n; ++i) w32[i] = static_cast<uint32_t>(h[i]) << 16;
       } else if (o.fp32_weights_out && do_io) {
         dev.DeviceToHost(*bufs.b.theta, 0, weights32_.data() + (shard_base + sg.begin) * 4,
                          4ull * sg.n, &vc);
@@ -541,15 +575,23 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
       // without a gradient were restored over what it wrote (then a device-side CRC of the
       // result); then the deferred write-backs into the other slot.
       if (o.before_write && do_io && o.phases == StepPhases::kAll) o.before_write();
-      for (unsigned v = 0; v < bufs.state.size(); ++v) {
-        if (o.phases == StepPhases::kAll) {
-          (*crcs)[d][v][sg.index] = frozen.empty() && launches == 1
-                                        ? status[CrcLanes(store_.vars()[v]).second]
-                                        : dev.Crc32(*bufs.state[v], 0, 4ull * sg.n);
+      if (o.phases == StepPhases::kAll) {
+        for (unsigned v = 0; v < store_.vars().size(); ++v) {
+          if (frozen.empty() && launches == 1) {
+            (*crcs)[d][v][sg.index] = status[CrcLanes(store_.vars()[v]).second];
+            continue;
+          }
+          std::vector<uint32_t> ac;
+          for (unsigned a : store_.ArraysOf(v)) {
+            ac.push_back(dev.Crc32(*bufs.state[a], 0, store_.Extent(a, sg).bytes));
+          }
+          (*crcs)[d][v][sg.index] = store_.VarChecksum(v, sg, ac.data());
         }
-        if (!do_io) continue;
-        pending.push_back(dev.P2PWrite(store_.file(d, v, ws), sg.file_offset(), *bufs.state[v],
-                                       0, sg.io_bytes(), &vc));
+      }
+      for (unsigned a = 0; do_io && a < bufs.state.size(); ++a) {
+        const ArrayExtent e = store_.Extent(a, sg);
+        pending.push_back(dev.P2PWrite(store_.file(d, a, ws), e.offset, *bufs.state[a], 0,
+                                       e.io_bytes, &vc));
       }
       if (!o.overlap) drain();  // without the handler: written back before the next load
       Progress(o);
@@ -577,7 +619,7 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
   const StoreConfig& c = store_.config();
   const unsigned eb = DTypeBytes(c.grad);
   const unsigned rs = store_.slot(), ws = 1 - rs;
-  const size_t nv = store_.vars().size();
+  const size_t nv = store_.arrays().size();  // (the state arrays: one per variable in fp32)
   const uint64_t sgb = c.subgroup_elems;
   // Host buffers, allocated once per worker at the subgroup size: the state the optimizer has
   // (store var order), the dense gradient, the low-precision copy, the status word.
@@ -590,9 +632,9 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
   };
   UpdateLaunch<AlignedBuffer> hb;
   std::vector<AlignedBuffer*> var_buf;
-  for (const std::string& name : store_.vars()) {
-    AlignedBuffer& b = StateOf(hb, name);
-    b = host_buffer(sgb * 4);
+  for (unsigned a = 0; a < nv; ++a) {
+    AlignedBuffer& b = ArrayOf(hb, store_.arrays()[a]);
+    b = host_buffer(store_.ArrayBufferBytes(a));
     var_buf.push_back(&b);
   }
   if (!g.sparse()) hb.grad = host_buffer(sgb * eb);
@@ -611,8 +653,9 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
     auto t0 = Clock::now();
     std::vector<aio::IoTicket> loads;
     for (unsigned v = 0; v < nv; ++v) {
-      loads.push_back(dev.HostRead(store_.file(d, v, rs), sg.file_offset(), var_buf[v]->data(),
-                                   sg.io_bytes(), &vc));
+      const ArrayExtent e = store_.Extent(v, sg);
+      loads.push_back(dev.HostRead(store_.file(d, v, rs), e.offset, var_buf[v]->data(),
+                                   e.io_bytes, &vc));
     }
     for (auto& ticket : loads) ticket.Wait();
     io += Since(t0);
@@ -637,6 +680,7 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
         data ? ClassesIn(shard_base, sg) : std::vector<StepClass>();
     const size_t launches = std::max<size_t>(classes.size(), 1);
     l.SetScalars(sg.n, nnz, classes.empty() ? k[sg.group] : LaunchFor(sg.group, classes[0].step));
+    l.SetRandomKey(c.seed, static_cast<uint64_t>(store_.step() + 1), shard_base + sg.begin);
     // The update itself (planning: skipped; the state, zeros, stays what it was).
     uint32_t err = 0;
     const auto frozen = data ? FrozenIn(g, shard_base, sg)
@@ -646,8 +690,9 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
       std::vector<std::vector<uint8_t>> saved;
       for (const auto& [lo, hi] : frozen) {
         for (unsigned v = 0; v < nv; ++v) {
-          const uint8_t* p = var_buf[v]->data() + 4ull * lo;
-          saved.emplace_back(p, p + 4ull * (hi - lo));
+          const auto [off, len] = store_.ArrayRange(v, lo, hi);
+          const uint8_t* p = var_buf[v]->data() + off;
+          saved.emplace_back(p, p + len);
         }
       }
       // Several launches: the inputs kept for the next ones, each launch's results for its
@@ -655,21 +700,23 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
       std::vector<std::vector<uint8_t>> inputs, stash;
       if (launches > 1) {
         for (unsigned v = 0; v < nv; ++v) {
-          inputs.emplace_back(var_buf[v]->data(), var_buf[v]->data() + 4ull * sg.n);
-          stash.emplace_back(4ull * sg.n);
+          const uint64_t bytes = store_.Extent(v, sg).bytes;
+          inputs.emplace_back(var_buf[v]->data(), var_buf[v]->data() + bytes);
+          stash.emplace_back(bytes);
         }
         if (c.out != DType::kFp32) stash.emplace_back(2ull * sg.n);
       }
       auto keep = [&](const StepClass& cls, bool back) {
         for (const auto& [lo, hi] : cls.ranges) {
           for (unsigned v = 0; v < stash.size(); ++v) {
-            const unsigned bytes = v < nv ? 4 : 2;
-            uint8_t* live = (v < nv ? var_buf[v]->data() : hb.out16.data()) + uint64_t{bytes} * lo;
-            uint8_t* kept = stash[v].data() + uint64_t{bytes} * lo;
+            const auto [off, len] = v < nv ? store_.ArrayRange(v, lo, hi)
+                                           : std::pair<uint64_t, uint64_t>(2ull * lo, 2ull * (hi - lo));
+            uint8_t* live = (v < nv ? var_buf[v]->data() : hb.out16.data()) + off;
+            uint8_t* kept = stash[v].data() + off;
             if (back) {
-              std::memcpy(live, kept, uint64_t{bytes} * (hi - lo));
+              std::memcpy(live, kept, len);
             } else {
-              std::memcpy(kept, live, uint64_t{bytes} * (hi - lo));
+              std::memcpy(kept, live, len);
             }
           }
         }
@@ -687,12 +734,14 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
         }
         UpdateLaunch<AlignedBuffer> dump_in, dump_out;
         if (dump) {
-          CopyBack(store_.vars(), var_buf, true, sg.n, nnz, eb, l.grad, l.sp_idx,
+          CopyBack(store_, sg, var_buf, true, sg.n, nnz, eb, l.grad, l.sp_idx,
                    g.sparse() ? l.sp_blk : nullptr, hb, c.out, &dump_in);
+          dump_in.SetRandomKey(c.seed, static_cast<uint64_t>(store_.step() + 1),
+                               shard_base + sg.begin);
         }
         err = InvokeUpdate(l);
         if (dump) {
-          CopyBack(store_.vars(), var_buf, false, sg.n, nnz, eb, nullptr, nullptr, nullptr, hb,
+          CopyBack(store_, sg, var_buf, false, sg.n, nnz, eb, nullptr, nullptr, nullptr, hb,
                    c.out, &dump_out);
           DumpLaunch(o, d, sg, nnz, dump_in, dump_out, lstep, kl,
                      launches > 1 ? static_cast<int>(li) : -1);
@@ -707,8 +756,8 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
       for (size_t li = 0; err == 0 && li + 1 < launches; ++li) keep(classes[li], true);
       for (size_t f = 0, k2 = 0; f < frozen.size(); ++f) {
         for (unsigned v = 0; v < nv; ++v, ++k2) {
-          std::memcpy(var_buf[v]->data() + 4ull * frozen[f].first, saved[k2].data(),
-                      saved[k2].size());
+          const uint64_t off = store_.ArrayRange(v, frozen[f].first, frozen[f].second).first;
+          std::memcpy(var_buf[v]->data() + off, saved[k2].data(), saved[k2].size());
         }
       }
       compute += Since(t1);
@@ -733,6 +782,9 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
     }
     if (data && c.out != DType::kFp32) {
       std::memcpy(weights16_.data() + (shard_base + sg.begin) * 2, hb.out16.data(), 2ull * sg.n);
+    } else if (data && o.fp32_weights_out && store_.state() == hls::StateFmt::kQ8Bf16) {
+      uint32_t* w32 = reinterpret_cast<uint32_t*>(weights32_.data()) + shard_base + sg.begin;
+      for (uint32_t i = 0; i < sg.n; ++i) w32[i] = static_cast<uint32_t>(hb.theta.as<uint16_t>()[i]) << 16;
     } else if (data && o.fp32_weights_out) {
       std::memcpy(weights32_.data() + (shard_base + sg.begin) * 4, hb.theta.data(), 4ull * sg.n);
     }
@@ -740,15 +792,24 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
       o.weights_ready(shard_base + sg.begin, sg.n);
     }
     std::vector<aio::IoTicket> writes;
-    for (unsigned v = 0; v < nv; ++v) {
+    for (unsigned v = 0; v < store_.vars().size(); ++v) {
       // The output CRC lanes, or the host's CRC where tensors without a gradient were restored.
-      (*crcs)[d][v][sg.index] =
-          !data             ? store_.checksum(d, v, sg.index)
-          : frozen.empty() && launches == 1
-              ? hb.status.as<uint32_t>()[CrcLanes(store_.vars()[v]).second]
-                           : Crc32(var_buf[v]->data(), 4ull * sg.n);
-      writes.push_back(dev.HostWrite(store_.file(d, v, ws), sg.file_offset(), var_buf[v]->data(),
-                                     sg.io_bytes(), &vc));
+      if (!data) {
+        (*crcs)[d][v][sg.index] = store_.checksum(d, v, sg.index);
+      } else if (frozen.empty() && launches == 1) {
+        (*crcs)[d][v][sg.index] = hb.status.as<uint32_t>()[CrcLanes(store_.vars()[v]).second];
+      } else {
+        std::vector<uint32_t> ac;
+        for (unsigned a : store_.ArraysOf(v)) {
+          ac.push_back(Crc32(var_buf[a]->data(), store_.Extent(a, sg).bytes));
+        }
+        (*crcs)[d][v][sg.index] = store_.VarChecksum(v, sg, ac.data());
+      }
+    }
+    for (unsigned v = 0; v < nv; ++v) {
+      const ArrayExtent e = store_.Extent(v, sg);
+      writes.push_back(dev.HostWrite(store_.file(d, v, ws), e.offset, var_buf[v]->data(),
+                                     e.io_bytes, &vc));
     }
     t0 = Clock::now();
     for (auto& ticket : writes) ticket.Wait();
@@ -787,6 +848,7 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
   gs.out = c.out;
   gs.sparse = grads.sparse();
   gs.ftz = c.ftz;
+  gs.state = c.state;
   gs.loss_scale = o.loss_scale ? *o.loss_scale : c.loss_scale;
   gs.clip_coef = o.clip_coef;
   // The kernel scalars of every param group for this step (computed in double, rounded once).
@@ -927,10 +989,20 @@ StepReport Scheduler::Step(const GradientSet& grads, const StepOptions& o) {
         for (unsigned w = 0; w < 2; ++w) {
           auto b = std::make_unique<DevBufs>();
           Device& dev = devices_.device(d);
+          // The state arrays at their P2P size (whole 4096-byte units), the rest as the
+          // largest launch needs.
+          std::vector<unsigned> array_args;
+          for (const StateArray& a : store_.arrays()) array_args.push_back(a.arg);
           b->b.ForEachBuffer([&](const hls::ArgInfo& a, DeviceBufferPtr& p) {
-            if (need[a.index] > 0) p = dev.Alloc(need[a.index], UpdateBufferRole(a));
+            const bool state = std::find(array_args.begin(), array_args.end(), a.index) !=
+                               array_args.end();
+            if (need[a.index] > 0 && !state) p = dev.Alloc(need[a.index], UpdateBufferRole(a));
           });
-          for (const std::string& name : store_.vars()) b->state.push_back(StateOf(b->b, name));
+          for (unsigned a = 0; a < store_.arrays().size(); ++a) {
+            DeviceBufferPtr& p = ArrayOf(b->b, store_.arrays()[a]);
+            p = dev.Alloc(store_.ArrayBufferBytes(a), BufferRole::kState);
+            b->state.push_back(p);
+          }
           bufs_.push_back(std::move(b));
         }
       }

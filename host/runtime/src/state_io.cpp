@@ -1,5 +1,7 @@
 #include "csdkit/runtime/state_io.h"
 
+#include "csdkit/hls/mode.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +22,11 @@ const ParamLayout& LayoutOf(const Store& s, const char* what) {
     throw std::invalid_argument(std::string(what) + ": store '" + s.dir() +
                                 "' has no parameter layout (created by `csdkit init`, not for a "
                                 "model)");
+  }
+  if (hls::IsQ8(s.state())) {  // (CreateForModel refuses them today; a guard for the reader)
+    throw std::invalid_argument(std::string(what) + ": expected an fp32 store, found store '" +
+                                s.dir() + "' in " + StateFmtName(s.state()) +
+                                ": its state is not exported or imported yet");
   }
   return *s.layout();
 }

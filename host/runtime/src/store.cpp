@@ -19,9 +19,11 @@
 
 #include "csdkit/aio/aio_engine.h"
 #include "csdkit/hls/bits.h"
+#include "csdkit/hls/crc.h"
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/platform/checksum.h"
 #include "csdkit/platform/json_file.h"
@@ -35,6 +37,7 @@ using store_internal::CheckStoreConfig;
 using store_internal::Fail;
 using store_internal::GetUint;
 using store_internal::MakeShards;
+using store_internal::ShardAlign;
 using store_internal::Get;
 using store_internal::HyperFromJson;
 
@@ -265,7 +268,7 @@ void EnsureDescriptors(uint64_t needed, const std::string& what) {
        "); raise it with `ulimit -n " + std::to_string(want) + "` or use fewer devices");
 }
 
-uint64_t FileBytes(const Shard& s) { return (s.size() * 4 + 4095) / 4096 * 4096; }
+uint64_t Round4096(uint64_t x) { return (x + 4095) / 4096 * 4096; }
 
 
 }  // namespace
@@ -274,9 +277,70 @@ Store::Store(Store&&) noexcept = default;
 Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
-std::string Store::FilePath(unsigned d, unsigned var, unsigned slot) const {
-  return dir_ + "/dev" + std::to_string(d) + "/" + vars_[var] + "." + std::to_string(slot) +
-         ".bin";
+std::string Store::FilePath(unsigned d, unsigned a, unsigned slot) const {
+  return dir_ + "/dev" + std::to_string(d) + "/" + arrays_.at(a).name + "." +
+         std::to_string(slot) + ".bin";
+}
+
+namespace {
+// A subgroup's absmax values take a 4096-aligned region of their own in an absmax file, at
+// its index (a subgroup holds at most subgroup_elems elements).
+uint64_t AbsmaxRegion(const StoreConfig& c) {
+  return Round4096(uint64_t{c.subgroup_elems} / hls::kQ8Block * 4);
+}
+}  // namespace
+
+ArrayExtent Store::Extent(unsigned a, const Subgroup& g) const {
+  const StateArray& x = arrays_.at(a);
+  ArrayExtent e;
+  if (x.absmax) {
+    e.offset = uint64_t{g.index} * AbsmaxRegion(cfg_);
+    e.bytes = uint64_t{g.n} / hls::kQ8Block * 4;
+  } else {
+    e.offset = g.begin * x.elem_bytes;
+    e.bytes = uint64_t{g.n} * x.elem_bytes;
+  }
+  e.io_bytes = Round4096(e.bytes);
+  return e;
+}
+
+std::pair<uint64_t, uint64_t> Store::ArrayRange(unsigned a, uint32_t lo, uint32_t hi) const {
+  const StateArray& x = arrays_.at(a);
+  if (!x.absmax) return {uint64_t{lo} * x.elem_bytes, uint64_t{hi - lo} * x.elem_bytes};
+  if (lo % hls::kQ8Block != 0 || hi % hls::kQ8Block != 0) {
+    throw std::logic_error("store '" + dir_ + "': elements " + std::to_string(lo) + ".." +
+                           std::to_string(hi) + " of a subgroup are not whole blocks of 256 (" +
+                           x.name + ")");
+  }
+  return {uint64_t{lo} / hls::kQ8Block * 4, uint64_t{hi - lo} / hls::kQ8Block * 4};
+}
+
+uint64_t Store::ArrayBufferBytes(unsigned a) const {
+  const StateArray& x = arrays_.at(a);
+  return x.absmax ? AbsmaxRegion(cfg_) : Round4096(uint64_t{cfg_.subgroup_elems} * x.elem_bytes);
+}
+
+uint64_t Store::ArrayFileBytes(unsigned d, unsigned a) const {
+  const StateArray& x = arrays_.at(a);
+  return x.absmax ? SubgroupCount(d) * AbsmaxRegion(cfg_)
+                  : Round4096(shards_.at(d).size() * x.elem_bytes);
+}
+
+std::vector<unsigned> Store::ArraysOf(unsigned var) const {
+  std::vector<unsigned> r;
+  for (unsigned a = 0; a < arrays_.size(); ++a) {
+    if (arrays_[a].var == var) r.push_back(a);
+  }
+  return r;
+}
+
+uint32_t Store::VarChecksum(unsigned var, const Subgroup& g, const uint32_t* array_crcs) const {
+  const std::vector<unsigned> as = ArraysOf(var);
+  uint32_t c = array_crcs[0];
+  for (size_t k = 1; k < as.size(); ++k) {
+    c = hls::Crc32Combine(c, array_crcs[k], Extent(as[k], g).bytes);
+  }
+  return c;
 }
 
 // The JSON is dumped compactly with sorted keys (nlohmann's object order), so the value does not
@@ -331,8 +395,8 @@ std::vector<Subgroup> Store::AllSubgroups() const {
   return r;
 }
 
-const aio::File& Store::file(unsigned d, unsigned var, unsigned slot) const {
-  return files_.at(d).at(var).at(slot);
+const aio::File& Store::file(unsigned d, unsigned a, unsigned slot) const {
+  return files_.at(d).at(a).at(slot);
 }
 
 uint32_t Store::checksum(unsigned d, unsigned var, uint32_t sg) const {
@@ -348,20 +412,20 @@ Store::Checksums Store::EmptyChecksums() const {
 }
 
 void Store::OpenFiles() {
-  // Two files per (device, variable) stay open: 1536 for 256 devices with m and v, beyond the
+  // Two files per (device, array) stay open: 1536 for 256 devices with m and v, beyond the
   // usual soft limit of 1024. The soft limit is raised towards the hard one when needed; a hard
   // limit too small is refused here, before any file is opened, instead of failing half-way.
-  const uint64_t needed = uint64_t{cfg_.devices} * vars_.size() * 2;
+  const uint64_t needed = uint64_t{cfg_.devices} * arrays_.size() * 2;
   EnsureDescriptors(needed, "store '" + dir_ + "' (" + std::to_string(cfg_.devices) +
-                                " devices x " + std::to_string(vars_.size()) + " variables x 2 slots)");
+                                " devices x " + std::to_string(arrays_.size()) + " arrays x 2 slots)");
   files_.clear();
   files_.resize(cfg_.devices);
   for (unsigned d = 0; d < cfg_.devices; ++d) {
-    files_[d].resize(vars_.size());
-    for (unsigned v = 0; v < vars_.size(); ++v) {
+    files_[d].resize(arrays_.size());
+    for (unsigned v = 0; v < arrays_.size(); ++v) {
       for (unsigned s = 0; s < 2; ++s) {
         const std::string path = FilePath(d, v, s);
-        const uint64_t want = FileBytes(shards_[d]);
+        const uint64_t want = ArrayFileBytes(d, v);
         aio::FileOptions fo;
         fo.min_alignment = 4096;
         fo.no_follow = true;
@@ -587,8 +651,9 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
   if (layout) s.layout_ = *layout;
   s.group_hyper_ = std::move(groups);
   if (layout) s.tensor_steps_.assign(layout->tensors().size(), 0);
-  s.shards_ = MakeShards(cfg.params, cfg.devices, layout ? hls::kBlockElems : 1);
+  s.shards_ = MakeShards(cfg.params, cfg.devices, ShardAlign(cfg, layout != nullptr));
   s.vars_ = StateVariables(cfg.hyper);
+  s.arrays_ = StateArrays(s.vars_, cfg.state);
   std::random_device rd;
   char id[40];
   std::snprintf(id, sizeof id, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
@@ -599,13 +664,13 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
     made.push_back(dd);
     const nlohmann::json ident{{"store_id", s.store_id_}, {"device", d}, {"devices", cfg.devices}};
     WriteSmallFile(dd + "/device.json", ident.dump() + "\n");
-    for (unsigned v = 0; v < s.vars_.size(); ++v) {
+    for (unsigned a = 0; a < s.arrays_.size(); ++a) {
       for (unsigned sl = 0; sl < 2; ++sl) {
         aio::FileOptions fo;
         fo.min_alignment = 4096;
         fo.no_follow = true;
-        aio::File f = aio::File::Create(s.FilePath(d, v, sl), fo);
-        f.Allocate(FileBytes(s.shards_[d]));
+        aio::File f = aio::File::Create(s.FilePath(d, a, sl), fo);
+        f.Allocate(s.ArrayFileBytes(d, a));
       }
     }
     FsyncPath(dd, true);
@@ -615,18 +680,49 @@ Store Store::CreateImpl(const std::string& dir, const StoreConfig& cfg_in, const
   // Initial state into slot 0, one subgroup at a time.
   aio::Engine engine(aio_cfg);
   Checksums crcs = s.EmptyChecksums();
+  // Each variable's binary32 values, then stored in the format: binary32; theta as bf16
+  // (nearest even: creating is not a step); a q8 moment quantized block by block.
   AlignedBuffer buf(static_cast<std::size_t>(cfg.subgroup_elems) * 4);
+  AlignedBuffer out(static_cast<std::size_t>(cfg.subgroup_elems) * 4);
+  const hls::Fp32 policy(cfg.ftz);
   for (unsigned d = 0; d < cfg.devices; ++d) {
     for (const Subgroup& g : s.Subgroups(d)) {
       for (unsigned v = 0; v < s.vars_.size(); ++v) {
         float* x = buf.as<float>();
         init(s, s.shards_[d].begin + g.begin, g, s.vars_[v], x);
-        std::memset(x + g.n, 0, g.io_bytes() - 4ull * g.n);
-        crcs[d][v][g.index] = Crc32(x, 4ull * g.n);
-        engine.Write(s.file(d, v, 0), g.file_offset(), x, g.io_bytes());
+        const std::vector<unsigned> as = s.ArraysOf(v);
+        std::vector<uint32_t> ac;
+        for (unsigned a : as) {
+          const StateArray& arr = s.arrays_[a];
+          const ArrayExtent e = s.Extent(a, g);
+          std::memset(out.data(), 0, e.io_bytes);
+          if (arr.elem_bytes == 4 && !arr.absmax) {
+            std::memcpy(out.data(), x, e.bytes);
+          } else if (arr.elem_bytes == 2) {
+            for (uint32_t i = 0; i < g.n; ++i) {
+              out.as<uint16_t>()[i] = hls::F32ToBf16(hls::F2U(x[i]));
+            }
+          } else {
+            // codes (elem_bytes 1) or absmax: quantize the blocks, keep the array's half.
+            for (uint32_t k = 0; k < g.n / hls::kQ8Block; ++k) {
+              uint8_t codes[hls::kQ8Block];
+              float amax;
+              hls::QuantizeBlockQ8(x + uint64_t{k} * hls::kQ8Block, hls::kQ8Block,
+                                   s.vars_[v] == "m", policy, codes, &amax);
+              if (arr.absmax) {
+                out.as<float>()[k] = amax;
+              } else {
+                std::memcpy(out.data() + uint64_t{k} * hls::kQ8Block, codes, hls::kQ8Block);
+              }
+            }
+          }
+          ac.push_back(Crc32(out.data(), e.bytes));
+          engine.Write(s.file(d, a, 0), e.offset, out.data(), e.io_bytes);
+        }
+        crcs[d][v][g.index] = s.VarChecksum(v, g, ac.data());
       }
     }
-    for (unsigned v = 0; v < s.vars_.size(); ++v) s.files_[d][v][0].Sync();
+    for (unsigned a = 0; a < s.arrays_.size(); ++a) s.files_[d][a][0].Sync();
   }
   made.push_back(dir + "/manifest.json.tmp");
   made.push_back(dir + "/manifest.json");
@@ -666,6 +762,12 @@ Store Store::CreateForModel(const std::string& dir, const StoreConfig& cfg_in,
                                 std::to_string(groups.size()));
   }
   if (weights == nullptr) throw std::invalid_argument("weights: expected a buffer, found none");
+  if (hls::IsQ8(cfg_in.state)) {
+    throw std::invalid_argument(
+        std::string("state: expected fp32 for a store created for a model, found ") +
+        StateFmtName(cfg_in.state) + " (a model's tensors do not yet start on blocks of 256, "
+        "which the compressed formats need; `csdkit init --state` creates one without a model)");
+  }
   StoreConfig cfg = cfg_in;
   cfg.params = layout.total();
   // Which tensor holds flattened element i: walk the layout alongside the subgroups (they come
@@ -781,8 +883,9 @@ Store Store::FromManifest(const nlohmann::json& j, const std::string& w) {
     Fail(w + ": expected no 'tensor_steps' in a store without a layout, found " +
          j["tensor_steps"].dump());
   }
-  s.shards_ = MakeShards(s.cfg_.params, s.cfg_.devices, s.has_layout_ ? hls::kBlockElems : 1);
+  s.shards_ = MakeShards(s.cfg_.params, s.cfg_.devices, ShardAlign(s.cfg_, s.has_layout_));
   s.vars_ = StateVariables(s.cfg_.hyper);
+  s.arrays_ = StateArrays(s.vars_, s.cfg_.state);
   const auto sh = Get<nlohmann::json>(j, "shards", w);
   if (!sh.is_array() || sh.size() != s.shards_.size()) {
     Fail(w + ": expected " + std::to_string(s.shards_.size()) + " shards, found " +
@@ -866,8 +969,9 @@ Store Store::Plan(const StoreConfig& cfg) {
   Store s;
   s.cfg_ = cfg;
   s.group_hyper_ = {cfg.hyper};
-  s.shards_ = MakeShards(cfg.params, cfg.devices, 1);
+  s.shards_ = MakeShards(cfg.params, cfg.devices, ShardAlign(cfg, false));
   s.vars_ = StateVariables(cfg.hyper);
+  s.arrays_ = StateArrays(s.vars_, cfg.state);
   s.MakePlanning();
   return s;
 }
@@ -881,6 +985,7 @@ Store Store::PlanCopy() const {
   s.tensor_steps_ = tensor_steps_;
   s.shards_ = shards_;
   s.vars_ = vars_;
+  s.arrays_ = arrays_;
   s.step_ = step_;
   s.slot_ = slot_;
   s.store_id_ = store_id_;
@@ -894,19 +999,23 @@ void Store::MakePlanning() {
   dir_.clear();
   files_.clear();
   files_.resize(cfg_.devices);
-  for (auto& per_var : files_) {
-    per_var.resize(vars_.size());
-    for (auto& slots : per_var) slots.resize(2);
+  for (auto& per_array : files_) {
+    per_array.resize(arrays_.size());
+    for (auto& slots : per_array) slots.resize(2);
   }
-  // The state a null device holds is zeros: each subgroup's CRC is that of 4n zero bytes
-  // (subgroups mostly share one size, so few distinct values are computed).
-  std::map<uint32_t, uint32_t> zero_crc;
+  // The state a null device holds is zeros: each subgroup's CRC is that of its variable's
+  // bytes as zeros (subgroups mostly share one size, so few distinct values are computed).
+  std::map<uint64_t, uint32_t> zero_crc;
   crcs_ = EmptyChecksums();
   for (unsigned d = 0; d < cfg_.devices; ++d) {
     ForEachSubgroup(d, [&](const Subgroup& g) {
-      auto it = zero_crc.find(g.n);
-      if (it == zero_crc.end()) it = zero_crc.emplace(g.n, Crc32OfZeros(4ull * g.n)).first;
-      for (unsigned v = 0; v < vars_.size(); ++v) crcs_[d][v][g.index] = it->second;
+      for (unsigned v = 0; v < vars_.size(); ++v) {
+        uint64_t bytes = 0;
+        for (unsigned a : ArraysOf(v)) bytes += Extent(a, g).bytes;
+        auto it = zero_crc.find(bytes);
+        if (it == zero_crc.end()) it = zero_crc.emplace(bytes, Crc32OfZeros(bytes)).first;
+        crcs_[d][v][g.index] = it->second;
+      }
     });
   }
 }
@@ -922,7 +1031,7 @@ void Store::SyncNextSlot() {
   if (planning_) return;  // no files
   const unsigned next = 1 - slot_;
   for (unsigned d = 0; d < cfg_.devices; ++d) {
-    for (unsigned v = 0; v < vars_.size(); ++v) files_[d][v][next].Sync();
+    for (unsigned a = 0; a < arrays_.size(); ++a) files_[d][a][next].Sync();
   }
 }
 
@@ -1087,12 +1196,19 @@ void Store::VerifySlot(unsigned s, const Checksums& crcs, const aio::AioConfig& 
   for (unsigned d = 0; d < cfg_.devices; ++d) {
     for (const Subgroup& g : Subgroups(d)) {
       for (unsigned v = 0; v < vars_.size(); ++v) {
-        engine.Read(file(d, v, s), g.file_offset(), buf.data(), g.io_bytes());
-        const uint32_t c = Crc32(buf.data(), 4ull * g.n);
+        std::vector<uint32_t> ac;
+        std::string files;
+        for (unsigned a : ArraysOf(v)) {
+          const ArrayExtent e = Extent(a, g);
+          engine.Read(file(d, a, s), e.offset, buf.data(), e.io_bytes);
+          ac.push_back(Crc32(buf.data(), e.bytes));
+          files += (files.empty() ? "" : " + ") + FilePath(d, a, s);
+        }
+        const uint32_t c = VarChecksum(v, g, ac.data());
         if (c != crcs[d][v][g.index]) {
           char b[64];
           std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", crcs[d][v][g.index], c);
-          Fail(prefix + "store '" + dir_ + "' is corrupt: " + FilePath(d, v, s) + " subgroup " +
+          Fail(prefix + "store '" + dir_ + "' is corrupt: " + files + " subgroup " +
                std::to_string(g.index) + " (elements " + std::to_string(g.begin) + ".." +
                std::to_string(g.begin + g.n) + "): " + b + suffix);
         }
@@ -1109,6 +1225,17 @@ nlohmann::json Store::Describe() const {
   j["committed_step"] = step_;
   j["slot"] = slot();
   j["vars"] = vars_;
+  // The arrays and their bytes per parameter (docs/state-formats.md); the bytes every step
+  // reads and writes of them are these times the element count.
+  nlohmann::json arrays = nlohmann::json::array();
+  double per_param = 0;
+  for (const StateArray& a : arrays_) {
+    const double b = a.absmax ? 4.0 / hls::kQ8Block : a.elem_bytes;
+    per_param += b;
+    arrays.push_back({{"name", a.name}, {"var", vars_[a.var]}, {"bytes_per_param", b}});
+  }
+  j["arrays"] = arrays;
+  j["state_bytes_per_param"] = per_param;
   if (has_layout_) {
     j["layout"] = {{"fingerprint", layout_.Fingerprint()},
                    {"tensors", layout_.tensors().size()},
@@ -1122,7 +1249,8 @@ nlohmann::json Store::Describe() const {
   nlohmann::json sh = nlohmann::json::array();
   for (const Shard& s : shards_) {
     sh.push_back({{"device", s.device}, {"begin", s.begin}, {"end", s.end},
-                  {"subgroups", Subgroups(s.device).size()}, {"file_bytes", FileBytes(s)}});
+                  {"subgroups", Subgroups(s.device).size()},
+                  {"file_bytes", ArrayFileBytes(s.device, 0)}});
   }
   j["shards"] = sh;
   return j;

@@ -6,6 +6,8 @@
 
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/state_q8.h"
+#include "csdkit/platform/update_launch.h"
 #include "csdkit/runtime/store.h"
 #include "store_internal.h"
 
@@ -37,6 +39,10 @@ std::vector<Shard> MakeShards(uint64_t params, unsigned devices, uint64_t align)
   return s;
 }
 
+uint64_t ShardAlign(const StoreConfig& c, bool whole_blocks) {
+  return whole_blocks ? hls::kBlockElems : hls::IsQ8(c.state) ? hls::kQ8Block : 1;
+}
+
 void CheckStoreConfig(const StoreConfig& c, bool whole_blocks) {
   ValidateConfig(c.hyper);
   if (c.devices < 1 || c.devices > kMaxStoreDevices) {
@@ -61,7 +67,18 @@ void CheckStoreConfig(const StoreConfig& c, bool whole_blocks) {
           "found " << std::setprecision(9) << c.loss_scale;
     throw std::invalid_argument(os.str());
   }
-  for (const Shard& sh : MakeShards(c.params, c.devices, whole_blocks ? hls::kBlockElems : 1)) {
+  if (c.state == hls::StateFmt::kQ8Bf16 && c.out == DType::kFp16) {
+    throw std::invalid_argument(
+        "low-precision copy: expected bf16 or none for a q8-bf16 store (its weights are bf16, so "
+        "the copy is the weights themselves), found fp16");
+  }
+  if (hls::IsQ8(c.state) && c.params % hls::kQ8Block != 0) {
+    throw std::invalid_argument(
+        "params: expected a multiple of 256 for a " + std::string(StateFmtName(c.state)) +
+        " store (its moments are quantized in blocks of 256), found " + std::to_string(c.params) +
+        "; round it up to " + std::to_string((c.params + 255) / 256 * 256));
+  }
+  for (const Shard& sh : MakeShards(c.params, c.devices, ShardAlign(c, whole_blocks))) {
     if (sh.size() == 0) {
       throw std::invalid_argument(
           "devices: expected every device to hold part of the model (shards of whole 65536-"
@@ -81,6 +98,23 @@ using store_internal::GetUint;
 using store_internal::HyperFromJson;
 using store_internal::kMaxStoreDevices;
 using store_internal::kMaxStoreParams;
+
+std::vector<StateArray> StateArrays(const std::vector<std::string>& vars, hls::StateFmt f) {
+  std::vector<StateArray> r;
+  const bool q8 = hls::IsQ8(f);
+  for (unsigned v = 0; v < vars.size(); ++v) {
+    const std::string& n = vars[v];
+    if (n == "theta") {
+      r.push_back({n, v, false, f == hls::StateFmt::kQ8Bf16 ? 2u : 4u, update_arg::theta});
+    } else if (!q8) {
+      r.push_back({n, v, false, 4u, n == "m" ? update_arg::m : update_arg::v});
+    } else {
+      r.push_back({n, v, false, 1u, n == "m" ? update_arg::m : update_arg::v});
+      r.push_back({n + ".absmax", v, true, 4u, n == "m" ? update_arg::m_absmax : update_arg::v_absmax});
+    }
+  }
+  return r;
+}
 
 std::vector<std::string> StateVariables(const OptimizerConfig& h) {
   std::vector<std::string> v{"theta"};
@@ -102,7 +136,8 @@ nlohmann::json StoreConfig::ToJson() const {
           {"ftz", ftz},
           {"loss_scale", loss_scale},
           {"subgroup_elems", subgroup_elems},
-          {"seed", seed}};
+          {"seed", seed},
+          {"state", StateFmtName(state)}};
 }
 
 StoreConfig StoreConfig::FromJson(const nlohmann::json& j) {
@@ -124,6 +159,14 @@ StoreConfig StoreConfig::FromJson(const nlohmann::json& j) {
   c.loss_scale = Get<double>(j, "loss_scale", w);
   c.subgroup_elems = static_cast<uint32_t>(GetUint(j, "subgroup_elems", w, 1, UINT32_MAX));
   c.seed = GetUint(j, "seed", w, 0, UINT64_MAX);
+  // Manifests written before the compressed formats have no "state": binary32.
+  if (j.contains("state")) {
+    try {
+      c.state = ParseStateFmt(Get<std::string>(j, "state", w));
+    } catch (const std::invalid_argument& e) {
+      Fail(w + ": " + e.what());
+    }
+  }
   return c;
 }
 

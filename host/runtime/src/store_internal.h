@@ -56,6 +56,9 @@ std::vector<Shard> MakeShards(uint64_t params, unsigned devices, uint64_t align)
 /// positive multiple of 65536, a loss scale whose value and reciprocal are finite binary32.
 /// Throws std::invalid_argument naming the field.
 void CheckStoreConfig(const StoreConfig& c, bool whole_blocks);
+/// The alignment of shard boundaries: whole sparse blocks (model stores), whole q8 blocks
+/// (256, q8 stores without a layout), else 1.
+uint64_t ShardAlign(const StoreConfig& c, bool whole_blocks);
 
 /// Hyper-parameters as the manifest stores them (HyperToJson's names).
 void HyperFromJson(const nlohmann::json& h, const std::string& where, OptimizerConfig* c);

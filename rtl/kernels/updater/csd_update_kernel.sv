@@ -342,6 +342,13 @@ module csd_update_kernel import csd_axi_pkg::*; #(
   assign wr_resp[csd_update_pkg::WrStatus] = axi_resp_wr(gmem5_resp_i);
   assign wr_resp[csd_update_pkg::WrOut16]  = axi_resp_wr(gmem6_resp_i);
 
+  // The compressed state formats' arguments (update_args.h: the absmax buffers and the
+  // stochastic rounding's key): this RTL implements the fp32 format only, and its mode decode
+  // refuses the state field (bad mode, nothing written), so they are never read.
+  logic unused_q8_args;
+  assign unused_q8_args = ^{args.m_absmax, args.v_absmax, args.seed_lo, args.seed_hi,
+                            args.step_lo, args.step_hi, args.index_lo, args.index_hi};
+
   // The responses of the idle halves.
   logic unused_idle_halves;
   assign unused_idle_halves = ^{axi_resp_wr(gmem3_resp_i), axi_resp_wr(gmem4_resp_i),

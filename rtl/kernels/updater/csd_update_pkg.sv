@@ -65,7 +65,8 @@ package csd_update_pkg;
   localparam int unsigned MODE_MOMENTUM = 10;
   localparam int unsigned MODE_NESTEROV = 11;
   localparam int unsigned MODE_FIRST = 12;
-  /// Bits above the known fields must be zero.
+  /// Bits above the known fields must be zero. (The state-format field [14:13] of mode.h is
+  /// above them: this RTL refuses the q8 formats as a bad mode until it implements them.)
   localparam int unsigned MODE_KNOWN_BITS = 13;
 
   // ---- Status word (lanes of the 512-bit status buffer) and error bits --------------------------

@@ -129,6 +129,47 @@ CRC_LANES_N:
   }
 }
 
+/// The product of a 32x32 matrix over GF(2) (column k = mat[k]) and a vector.
+inline uint32_t Gf2Times(const uint32_t* mat, uint32_t vec) {
+  uint32_t sum = 0;
+GF2_TIMES:
+  for (unsigned k = 0; k < 32; ++k) {
+#pragma HLS UNROLL
+    sum ^= (vec >> k) & 1u ? mat[k] : 0u;
+  }
+  return sum;
+}
+
+/// sq = mat * mat over GF(2).
+inline void Gf2Square(uint32_t* sq, const uint32_t* mat) {
+  for (unsigned k = 0; k < 32; ++k) sq[k] = Gf2Times(mat, mat[k]);
+}
+
+/// The reported CRC of A followed by B from the reported CRCs of A and of B and B's length in
+/// bytes (zlib's crc32_combine): A's CRC is advanced over len2 zero bytes by squaring the
+/// one-zero-bit operator (the register shifted once, the polynomial folded in) — a logarithmic
+/// number of 32x32 GF(2) matrix products — then B's CRC is added. Used once per launch for a q8
+/// moment's lane (its codes, then its absmax values, streamed side by side).
+inline uint32_t Crc32Combine(uint32_t crc1, uint32_t crc2, uint64_t len2) {
+  if (len2 == 0) return crc1;
+  uint32_t odd[32], even[32];
+  odd[0] = kCrc32Poly;  // the operator for one zero bit
+  for (unsigned k = 1; k < 32; ++k) odd[k] = 1u << (k - 1);
+  Gf2Square(even, odd);  // two zero bits
+  Gf2Square(odd, even);  // four zero bits
+CRC_COMBINE:
+  while (len2 != 0) {  // one zero byte first, then squared per bit of len2
+    Gf2Square(even, odd);
+    if (len2 & 1u) crc1 = Gf2Times(even, crc1);
+    len2 >>= 1;
+    if (len2 == 0) break;
+    Gf2Square(odd, even);
+    if (len2 & 1u) crc1 = Gf2Times(odd, crc1);
+    len2 >>= 1;
+  }
+  return crc1 ^ crc2;
+}
+
 }  // namespace hls
 }  // namespace csdkit
 

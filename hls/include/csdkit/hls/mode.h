@@ -18,6 +18,11 @@ constexpr uint32_t kNumOptimizers = 5;
 /// (mode bits [6:5], where kFp32 means "no copy is written").
 enum class DType : uint32_t { kFp32 = 0, kFp16 = 1, kBf16 = 2 };
 
+/// How the store holds the state (mode bits [14:13]; docs/state-formats.md): kFp32 theta, m, v
+/// in binary32; kQ8 theta binary32, each moment as 8-bit codes with one binary32 absmax per
+/// block of 256 elements; kQ8Bf16 the q8 moments and theta as bf16 rounded stochastically.
+enum class StateFmt : uint32_t { kFp32 = 0, kQ8 = 1, kQ8Bf16 = 2 };
+
 // Mode word layout.
 constexpr uint32_t kModeOptShift = 0;       // [2:0] Optimizer
 constexpr uint32_t kModeGradShift = 3;      // [4:3] gradient DType
@@ -28,7 +33,8 @@ constexpr uint32_t kModeL2 = 1u << 9;       // add wd * theta to the gradient (A
 constexpr uint32_t kModeMomentum = 1u << 10;  // SGD: momentum buffer in `m` is used
 constexpr uint32_t kModeNesterov = 1u << 11;  // SGD: Nesterov momentum
 constexpr uint32_t kModeFirst = 1u << 12;     // SGD: first step, buffer := gradient
-constexpr uint32_t kModeKnownBits = (1u << 13) - 1u;
+constexpr uint32_t kModeStateShift = 13;      // [14:13] StateFmt
+constexpr uint32_t kModeKnownBits = (1u << 15) - 1u;
 
 /// A decoded mode word.
 struct Mode {
@@ -36,10 +42,16 @@ struct Mode {
   DType grad;
   DType out;  // kFp32 = no low-precision copy
   bool sparse, ftz, l2, momentum, nesterov, first;
+  StateFmt state;
 };
 
+/// True for the formats with 8-bit moments (and launches whose n must be whole blocks).
+inline bool IsQ8(StateFmt s) { return s != StateFmt::kFp32; }
+
 /// Decodes a mode word. Returns false (leaving `m` unspecified) when the word names an unknown
-/// optimizer or dtype, sets unknown bits, or sets flags that the optimizer does not have.
+/// optimizer, dtype or state format, sets unknown bits, sets flags that the optimizer does not
+/// have, or asks a q8-bf16 store for an fp16 copy (its weights are bf16: the copy is theta
+/// itself, so it is bf16 or none).
 inline bool DecodeMode(uint32_t w, Mode* m) {
   const uint32_t opt = (w >> kModeOptShift) & 7u;
   const uint32_t grad = (w >> kModeGradShift) & 3u;
@@ -53,13 +65,18 @@ inline bool DecodeMode(uint32_t w, Mode* m) {
   m->momentum = (w & kModeMomentum) != 0u;
   m->nesterov = (w & kModeNesterov) != 0u;
   m->first = (w & kModeFirst) != 0u;
+  const uint32_t state = (w >> kModeStateShift) & 3u;
+  m->state = static_cast<StateFmt>(state);
   const bool is_sgd = opt == static_cast<uint32_t>(Optimizer::kSgd);
   const bool l2_ok = !m->l2 || opt == static_cast<uint32_t>(Optimizer::kAdam) || is_sgd ||
                      opt == static_cast<uint32_t>(Optimizer::kAdagrad);
   const bool sgd_flags_ok = is_sgd || !(m->momentum || m->nesterov || m->first);
   const bool nesterov_ok = !m->nesterov || m->momentum;
+  const bool state_ok =
+      state <= 2u && (state != static_cast<uint32_t>(StateFmt::kQ8Bf16) ||
+                      out != static_cast<uint32_t>(DType::kFp16));
   return (w & ~kModeKnownBits) == 0u && opt < kNumOptimizers && grad <= 2u && out <= 2u &&
-         l2_ok && sgd_flags_ok && nesterov_ok;
+         l2_ok && sgd_flags_ok && nesterov_ok && state_ok;
 }
 
 /// Encodes a mode word (the inverse of DecodeMode for valid modes).
@@ -68,7 +85,8 @@ inline uint32_t EncodeMode(const Mode& m) {
          (static_cast<uint32_t>(m.grad) << kModeGradShift) |
          (static_cast<uint32_t>(m.out) << kModeOutShift) | (m.sparse ? kModeSparse : 0u) |
          (m.ftz ? kModeFtz : 0u) | (m.l2 ? kModeL2 : 0u) | (m.momentum ? kModeMomentum : 0u) |
-         (m.nesterov ? kModeNesterov : 0u) | (m.first ? kModeFirst : 0u);
+         (m.nesterov ? kModeNesterov : 0u) | (m.first ? kModeFirst : 0u) |
+         (static_cast<uint32_t>(m.state) << kModeStateShift);
 }
 
 /// Which state arrays an optimizer reads and writes.
@@ -108,7 +126,9 @@ constexpr unsigned kStatusNnz = 3;       // sparse entries consumed (nnz on succ
 // 0..n-1 of a state array (little-endian binary32 words; never the padding lanes of its last
 // 512-bit word): "in" as the kernel read them, "out" as it wrote them. State the optimizer does
 // not use (UsesM / UsesV false) reports 0 in both of its lanes; so does every CRC lane of a
-// launch with an error (nothing is written), and of n = 0 (the CRC of no bytes is 0).
+// launch with an error (nothing is written), and of n = 0 (the CRC of no bytes is 0). In the
+// compressed state formats a lane covers the array as stored: theta's n * 4 (q8) or n * 2
+// (q8-bf16, bf16) bytes, and a moment's n code bytes followed by its n / 256 * 4 absmax bytes.
 constexpr unsigned kStatusCrcThetaIn = 4;   // CRC-32 of theta as read
 constexpr unsigned kStatusCrcMIn = 5;       // CRC-32 of m as read (0 without m)
 constexpr unsigned kStatusCrcVIn = 6;       // CRC-32 of v as read (0 without v)
@@ -118,7 +138,9 @@ constexpr unsigned kStatusCrcVOut = 9;      // CRC-32 of v as written (0 without
 // The number of non-finite binary32 values (exponent field all ones: an infinity or a NaN) the
 // kernel wrote to theta, m and v, over elements 0..n-1, each array counted separately and the
 // counts summed (an element non-finite in all three counts 3). It saturates at 0xffffffff (3n
-// can exceed 32 bits). 0 on error.
+// can exceed 32 bits). 0 on error. In the compressed formats a moment element counts when its
+// block's absmax as written is non-finite (the block reads back as NaN), a bf16 theta when the
+// stored bf16 value is.
 constexpr unsigned kStatusNonFinite = 10;
 // The smallest element index i < n at which theta, m or v as written is non-finite;
 // kStatusNoPosition when kStatusNonFinite is 0 (no such element, an error, or n = 0).
@@ -141,6 +163,7 @@ constexpr uint32_t kErrUnsorted = 1u << 2;     // an index is below its predeces
 constexpr uint32_t kErrDuplicate = 1u << 3;    // an index equals its predecessor
 constexpr uint32_t kErrOutOfRange = 1u << 4;   // an index addresses past the element count
 constexpr uint32_t kErrCount = 1u << 5;        // block table total != nnz, or nnz > n
+constexpr uint32_t kErrBlockLen = 1u << 6;     // q8 formats: n is not a multiple of 256
 
 }  // namespace hls
 }  // namespace csdkit

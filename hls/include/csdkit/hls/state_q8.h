@@ -7,7 +7,8 @@
 // are embedded (the contract: never recomputed at run time), generated from the independent
 // numpy reference (tests/reference/state_formats.py); tests/state_q8_test.cpp checks every
 // function here against that reference's golden vectors bit for bit and the generator against
-// the Random123 library. Not yet wired into the kernel's datapath or the store.
+// the Random123 library. The kernel (hls/kernels/csd_update.cpp) reads and writes its q8 state
+// with these functions.
 #ifndef CSDKIT_HLS_STATE_Q8_H_
 #define CSDKIT_HLS_STATE_Q8_H_
 
@@ -26,7 +27,7 @@ constexpr int kQ8Block = 256;
 // magnitudes M and 127 thresholds TM, the unsigned map's 256 values U and 255 thresholds TU
 // (docs/state-formats.md, "The quantization maps"; SHA-256 of their little-endian bytes in
 // tests/reference/state_formats.py --tables).
-inline constexpr uint32_t kQ8SignedMag[128] = {
+constexpr uint32_t kQ8SignedMag[128] = {
     0x00000000u, 0x365a1a93u, 0x370205ffu, 0x37b24207u, 0x38378034u, 0x388aefb3u,
     0x38ba1f4bu, 0x3923d70au, 0x398ce704u, 0x39c7e282u, 0x3a016f00u, 0x3a1eecc0u,
     0x3a3c6a7fu, 0x3a59e83eu, 0x3a7765feu, 0x3aa7ef9eu, 0x3af1a9fcu, 0x3b1db22du,
@@ -50,7 +51,7 @@ inline constexpr uint32_t kQ8SignedMag[128] = {
     0x3f68999au, 0x3f6c3333u, 0x3f6fcccdu, 0x3f736666u, 0x3f770000u, 0x3f7a999au,
     0x3f7e3333u, 0x3f800000u,
 };
-inline constexpr uint32_t kQ8SignedThr[127] = {
+constexpr uint32_t kQ8SignedThr[127] = {
     0x35da1a93u, 0x36b88ca4u, 0x37734506u, 0x3808509cu, 0x3866afcdu, 0x38a2877fu,
     0x39007358u, 0x395ed289u, 0x39aa64c3u, 0x39e56041u, 0x3a102de0u, 0x3a2daba0u,
     0x3a4b295eu, 0x3a68a71eu, 0x3a91d14eu, 0x3acccccdu, 0x3b0b4396u, 0x3b3020c4u,
@@ -74,7 +75,7 @@ inline constexpr uint32_t kQ8SignedThr[127] = {
     0x3f6a6666u, 0x3f6e0000u, 0x3f71999au, 0x3f753333u, 0x3f78cccdu, 0x3f7c6666u,
     0x3f7f199au,
 };
-inline constexpr uint32_t kQ8Unsigned[256] = {
+constexpr uint32_t kQ8Unsigned[256] = {
     0x00000000u, 0x34ae7ba9u, 0x35500998u, 0x360e9b39u, 0x3692ccf7u, 0x36de4c51u,
     0x3714e5d6u, 0x3783126fu, 0x37e1719fu, 0x381fe868u, 0x384f1801u, 0x387e4799u,
     0x3896bb99u, 0x38ae5365u, 0x38c5eb31u, 0x3906594bu, 0x394154cau, 0x397c5048u,
@@ -119,7 +120,7 @@ inline constexpr uint32_t kQ8Unsigned[256] = {
     0x3f70b333u, 0x3f728000u, 0x3f744ccdu, 0x3f76199au, 0x3f77e666u, 0x3f79b333u,
     0x3f7b8000u, 0x3f7d4ccdu, 0x3f7f199au, 0x3f800000u,
 };
-inline constexpr uint32_t kQ8UnsignedThr[255] = {
+constexpr uint32_t kQ8UnsignedThr[255] = {
     0x342e7ba9u, 0x3513a3b6u, 0x35c29d9fu, 0x365a1a94u, 0x36b88ca4u, 0x370205ffu,
     0x374d855au, 0x37b24207u, 0x3808509cu, 0x38378034u, 0x3866afcdu, 0x388aefb3u,
     0x38a2877fu, 0x38ba1f4bu, 0x38e94ee4u, 0x3923d70au, 0x395ed289u, 0x398ce704u,
@@ -182,12 +183,12 @@ inline float DequantQ8(uint8_t code, float absmax, bool is_signed, const Fp32& f
 inline uint32_t Q8Index(uint32_t q, const uint32_t* thr, uint32_t n) {
   uint32_t lo = 0, len = n;  // invariant: the answer is in [lo, lo + len]
   while (len > 0) {
-    const uint32_t half = len / 2;
-    if (thr[lo + half] <= q) {  // non-negative binary32: bit order is value order
-      lo += half + 1;
-      len -= half + 1;
+    const uint32_t mid = len / 2;  // (not `half`: a type in C++ for OpenCL)
+    if (thr[lo + mid] <= q) {  // non-negative binary32: bit order is value order
+      lo += mid + 1;
+      len -= mid + 1;
     } else {
-      len = half;
+      len = mid;
     }
   }
   return lo;
@@ -262,19 +263,25 @@ inline void Philox4x32x10(const uint32_t ctr[4], const uint32_t key[2], uint32_t
   out[3] = c3;
 }
 
-/// The 16 random bits R of store element `index` in the step `step` being committed, under
-/// the store's 64-bit `seed`: Philox of counter (e lo, e hi, step lo, step hi), e = index >> 3,
-/// key (seed lo, seed hi); element j = index & 7 takes the low (j even) or high (j odd) half of
-/// word j >> 1.
-inline uint32_t Random16(uint64_t seed, uint64_t step, uint64_t index) {
-  const uint64_t e = index >> 3;
+/// The eight 16-bit random numbers of the store elements 8e .. 8e + 7 in the step `step` being
+/// committed, under the store's 64-bit `seed`: one Philox of counter (e lo, e hi, step lo,
+/// step hi) under key (seed lo, seed hi); element j = index & 7 takes the low (j even) or high
+/// (j odd) half of word j >> 1, so r[j] is element 8e + j's.
+inline void Random16Group(uint64_t seed, uint64_t step, uint64_t e, uint32_t r[8]) {
   const uint32_t ctr[4] = {static_cast<uint32_t>(e), static_cast<uint32_t>(e >> 32),
                            static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32)};
   const uint32_t key[2] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
   uint32_t w[4];
   Philox4x32x10(ctr, key, w);
-  const uint32_t j = static_cast<uint32_t>(index & 7u);
-  return (w[j >> 1] >> (16u * (j & 1u))) & 0xFFFFu;
+  for (unsigned j = 0; j < 8u; ++j) r[j] = (w[j >> 1] >> (16u * (j & 1u))) & 0xFFFFu;
+}
+
+/// The 16 random bits R of store element `index` in the step `step` being committed, under
+/// the store's 64-bit `seed`: its number of Random16Group(seed, step, index >> 3).
+inline uint32_t Random16(uint64_t seed, uint64_t step, uint64_t index) {
+  uint32_t r[8];
+  Random16Group(seed, step, index >> 3, r);
+  return r[index & 7u];
 }
 
 /// θ' (binary32, canonical NaN) to bf16 with stochastic rounding: (bits + R) >> 16, NaN to

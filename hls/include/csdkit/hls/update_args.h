@@ -20,28 +20,36 @@
 
 #include "csdkit/hls/word.h"
 
-#define CSDKIT_UPDATE_ARGS(X)                                                                    \
-  X(0, theta, Word*, kPtr, kInOut, "gmem0", 0x10, "binary32 master weights, updated in place")    \
-  X(1, m, Word*, kPtr, kInOut, "gmem1", 0x1c, "first moment / momentum buffer, in place")         \
-  X(2, v, Word*, kPtr, kInOut, "gmem2", 0x28, "second moment / Adagrad sum, in place")            \
-  X(3, grad, const Word*, kPtr, kIn, "gmem3", 0x34, "dense gradient, or sparse values")          \
-  X(4, sp_idx, const Word*, kPtr, kIn, "gmem4", 0x40, "sparse: uint16 in-block offsets")          \
-  X(5, sp_blk, const Word*, kPtr, kIn, "gmem5", 0x4c, "sparse: uint32 block table")               \
-  X(6, out16, Word*, kPtr, kOut, "gmem6", 0x58, "low-precision copy of the updated weights")      \
-  X(7, status, Word*, kPtr, kOut, "gmem5", 0x64, "status word (errors, CRCs), always written")    \
-  X(8, n, uint32_t, kScalar, kIn, "", 0x70, "elements in this subgroup")                         \
-  X(9, nnz, uint32_t, kScalar, kIn, "", 0x78, "sparse entries (0 when dense)")                    \
-  X(10, mode, uint32_t, kScalar, kIn, "", 0x80, "mode word (mode.h)")                             \
-  X(11, unscale, uint32_t, kScalar, kIn, "", 0x88, "binary32 bits: clip / loss scale")            \
-  X(12, lr, uint32_t, kScalar, kIn, "", 0x90, "binary32 bits: step size")                         \
-  X(13, beta1, uint32_t, kScalar, kIn, "", 0x98, "binary32 bits: beta1 / momentum")               \
-  X(14, omb1, uint32_t, kScalar, kIn, "", 0xa0, "binary32 bits: 1 - beta1 / 1 - dampening")       \
-  X(15, beta2, uint32_t, kScalar, kIn, "", 0xa8, "binary32 bits: beta2")                          \
-  X(16, omb2, uint32_t, kScalar, kIn, "", 0xb0, "binary32 bits: 1 - beta2")                       \
-  X(17, eps, uint32_t, kScalar, kIn, "", 0xb8, "binary32 bits: epsilon")                          \
-  X(18, wd, uint32_t, kScalar, kIn, "", 0xc0, "binary32 bits: L2 weight decay")                   \
-  X(19, c1, uint32_t, kScalar, kIn, "", 0xc8, "binary32 bits: weight multiplier")                 \
-  X(20, c2, uint32_t, kScalar, kIn, "", 0xd0, "binary32 bits: 1 / sqrt(bias correction 2)")
+#define CSDKIT_UPDATE_ARGS(X)                                                                   \
+  X(0, theta, Word*, kPtr, kInOut, "gmem0", 0x10, "master weights (q8-bf16: bf16), in place")   \
+  X(1, m, Word*, kPtr, kInOut, "gmem1", 0x1c, "first moment / momentum (q8: codes)")            \
+  X(2, v, Word*, kPtr, kInOut, "gmem2", 0x28, "second moment / Adagrad sum (q8: codes)")        \
+  X(3, grad, const Word*, kPtr, kIn, "gmem3", 0x34, "dense gradient, or sparse values")         \
+  X(4, sp_idx, const Word*, kPtr, kIn, "gmem4", 0x40, "sparse: uint16 in-block offsets")        \
+  X(5, sp_blk, const Word*, kPtr, kIn, "gmem5", 0x4c, "sparse: uint32 block table")             \
+  X(6, out16, Word*, kPtr, kOut, "gmem6", 0x58, "low-precision copy of the updated weights")    \
+  X(7, status, Word*, kPtr, kOut, "gmem5", 0x64, "status word (errors, CRCs), always written")  \
+  X(8, m_absmax, Word*, kPtr, kInOut, "gmem1", 0x70, "q8: m's binary32 absmax per block")       \
+  X(9, v_absmax, Word*, kPtr, kInOut, "gmem2", 0x7c, "q8: v's binary32 absmax per block")       \
+  X(10, n, uint32_t, kScalar, kIn, "", 0x88, "elements in this subgroup")                       \
+  X(11, nnz, uint32_t, kScalar, kIn, "", 0x90, "sparse entries (0 when dense)")                 \
+  X(12, mode, uint32_t, kScalar, kIn, "", 0x98, "mode word (mode.h)")                           \
+  X(13, unscale, uint32_t, kScalar, kIn, "", 0xa0, "binary32 bits: clip / loss scale")          \
+  X(14, lr, uint32_t, kScalar, kIn, "", 0xa8, "binary32 bits: step size")                       \
+  X(15, beta1, uint32_t, kScalar, kIn, "", 0xb0, "binary32 bits: beta1 / momentum")             \
+  X(16, omb1, uint32_t, kScalar, kIn, "", 0xb8, "binary32 bits: 1 - beta1 / 1 - dampening")     \
+  X(17, beta2, uint32_t, kScalar, kIn, "", 0xc0, "binary32 bits: beta2")                        \
+  X(18, omb2, uint32_t, kScalar, kIn, "", 0xc8, "binary32 bits: 1 - beta2")                     \
+  X(19, eps, uint32_t, kScalar, kIn, "", 0xd0, "binary32 bits: epsilon")                        \
+  X(20, wd, uint32_t, kScalar, kIn, "", 0xd8, "binary32 bits: L2 weight decay")                 \
+  X(21, c1, uint32_t, kScalar, kIn, "", 0xe0, "binary32 bits: weight multiplier")               \
+  X(22, c2, uint32_t, kScalar, kIn, "", 0xe8, "binary32 bits: 1 / sqrt(bias correction 2)")     \
+  X(23, seed_lo, uint32_t, kScalar, kIn, "", 0xf0, "q8-bf16: store seed, low")                  \
+  X(24, seed_hi, uint32_t, kScalar, kIn, "", 0xf8, "q8-bf16: store seed, high")                 \
+  X(25, step_lo, uint32_t, kScalar, kIn, "", 0x100, "q8-bf16: step committed, low")             \
+  X(26, step_hi, uint32_t, kScalar, kIn, "", 0x108, "q8-bf16: step committed, high")            \
+  X(27, index_lo, uint32_t, kScalar, kIn, "", 0x110, "q8-bf16: element 0's store index, low")   \
+  X(28, index_hi, uint32_t, kScalar, kIn, "", 0x118, "q8-bf16: element 0's store index, high")
 
 namespace csdkit {
 namespace hls {

@@ -47,6 +47,8 @@ struct GradSpec {
   bool ftz = false;
   double loss_scale = 1.0;  // gradients arrive multiplied by this
   double clip_coef = 1.0;   // global-norm clip coefficient (<= 1), folded into unscale
+  /// How the store holds the state (docs/state-formats.md): fp32, q8 or q8-bf16.
+  hls::StateFmt state = hls::StateFmt::kFp32;
 };
 
 /// Builds the launch for step `step` (1-based, as PyTorch counts). Throws std::invalid_argument
@@ -66,6 +68,9 @@ Optimizer ParseOptimizer(const std::string& s);
 DType ParseGradDType(const std::string& s);
 DType ParseOutDType(const std::string& s);
 unsigned DTypeBytes(DType t);
+const char* StateFmtName(hls::StateFmt f);  // "fp32", "q8", "q8-bf16"
+/// Parses a state format name; throws std::invalid_argument listing the accepted names.
+hls::StateFmt ParseStateFmt(const std::string& s);
 
 /// The hyper-parameters by PyTorch's names (lr, beta1, ..., initial_accumulator_value), as the
 /// store's manifest and the golden vectors record them.

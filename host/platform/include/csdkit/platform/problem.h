@@ -41,10 +41,14 @@ struct ProblemSpec {
   uint64_t seed = 1;
   int64_t step = 1;
   ProblemData data = ProblemData::kRandom;
+  /// q8-bf16: the store index of element 0 (a multiple of 256), for the random bits; the key is
+  /// the seed and the counter's step is `step`.
+  uint64_t index = 0;
 };
 
-/// One launch over host arrays: theta, m, v (fp32 state, in place), grad (dense gradient in the
-/// grad dtype, or the sparse values), sp_idx, sp_blk, out16 (low-precision weights), status.
+/// One launch over host arrays: theta, m, v (the state in the format of grad.state, in place),
+/// grad (dense gradient in the grad dtype, or the sparse values), sp_idx, sp_blk, out16
+/// (low-precision weights), status, m_absmax, v_absmax (q8 formats).
 using UpdateBuffers = UpdateLaunch<AlignedBuffer>;
 
 struct Problem {
@@ -56,7 +60,11 @@ struct Problem {
 
   /// Generates state and gradient from the seed: theta in [-0.1, 0.1), m in [-1e-3, 1e-3),
   /// v in [0, 1e-4) (Adagrad: plus initial_accumulator_value), gradients in [-1, 1) times
-  /// the loss scale, rounded to the grad dtype. With ProblemData::kSpecial the same values are
+  /// the loss scale, rounded to the grad dtype. A q8 state (grad.state) holds those values
+  /// quantized as the contract writes them (IEEE policy; theta to bf16 by nearest even); its
+  /// special data puts the special binary32 patterns into about one absmax in three instead
+  /// (a NaN value would make its whole block NaN), arbitrary bytes into one code in three, and
+  /// bf16 patterns into a bf16 theta. With ProblemData::kSpecial the same values are
   /// drawn, then a second generator (seeded from the seed) replaces about a third of the
   /// elements by special bit patterns; a sparse problem keeps the entries Top-K chose from the
   /// ordinary gradient (`dense_grad` stays that gradient) and gets the patterns in its values.
@@ -73,7 +81,7 @@ uint32_t RunUpdate(UpdateBuffers& b, uint32_t n, uint32_t nnz, const KernelLaunc
 /// One named array of a problem, for checksums and dumps.
 struct ArrayView {
   std::string name;
-  std::string dtype;  // "fp32", "fp16", "bf16", "u16", "u32"
+  std::string dtype;  // "fp32", "fp16", "bf16", "u8", "u16", "u32"
   uint64_t count;
   const AlignedBuffer* buf;
   uint64_t bytes() const;

@@ -1,5 +1,5 @@
 // One launch of the updater kernel csd_update as a type, derived from THE ARGUMENT TABLE
-// (hls/include/csdkit/hls/update_args.h): the 8 buffers and 13 scalars of the table, in its
+// (hls/include/csdkit/hls/update_args.h): the 10 buffers and 19 scalars of the table, in its
 // order, with the buffer kind as a parameter —
 //
 //   UpdateLaunch<AlignedBuffer>    host arrays (generated problems, the baseline's buffers)
@@ -38,7 +38,7 @@ constexpr bool BuffersFirst() {
 }
 static_assert(BuffersFirst(), "the argument table lists its buffers before its scalars");
 
-/// The table index of each argument by name: update_arg::theta ... update_arg::c2.
+/// The table index of each argument by name: update_arg::theta ... update_arg::index_hi.
 namespace update_arg {
 #define CSDKIT_ARG_INDEX(i, nm, ty, kd, dr, bd, off, doc) nm = i,
 enum : unsigned { CSDKIT_UPDATE_ARGS(CSDKIT_ARG_INDEX) };
@@ -58,8 +58,9 @@ struct FirstArg {};
 }  // namespace detail
 
 /// The arguments of one csd_update launch: a field per row of the table, named as the table
-/// names it (theta, m, v, grad, sp_idx, sp_blk, out16, status: type B; n, nnz, mode, unscale,
-/// lr, beta1, omb1, beta2, omb2, eps, wd, c1, c2: uint32_t). Scalars start at 0.
+/// names it (theta, m, v, grad, sp_idx, sp_blk, out16, status, m_absmax, v_absmax: type B; n,
+/// nnz, mode, unscale, lr, beta1, omb1, beta2, omb2, eps, wd, c1, c2, seed_lo, seed_hi,
+/// step_lo, step_hi, index_lo, index_hi: uint32_t). Scalars start at 0.
 template <typename B>
 struct UpdateLaunch {
 #define CSDKIT_LAUNCH_FIELD(i, nm, ty, kd, dr, bd, off, doc) \
@@ -146,6 +147,17 @@ struct UpdateLaunch {
     wd = k.scalars.wd;
     c1 = k.scalars.c1;
     c2 = k.scalars.c2;
+  }
+
+  /// Sets the stochastic rounding's operands of a q8-bf16 launch (docs/state-formats.md): the
+  /// store's seed, the step being committed and the store index of the launch's element 0.
+  void SetRandomKey(uint64_t seed, uint64_t step, uint64_t index) {
+    seed_lo = static_cast<uint32_t>(seed);
+    seed_hi = static_cast<uint32_t>(seed >> 32);
+    step_lo = static_cast<uint32_t>(step);
+    step_hi = static_cast<uint32_t>(step >> 32);
+    index_lo = static_cast<uint32_t>(index);
+    index_hi = static_cast<uint32_t>(index >> 32);
   }
 };
 

@@ -5,8 +5,13 @@
 //                              hyper-parameters, dtypes, committed step and slot, and a CRC-32
 //                              per (device, variable, subgroup) of the committed slot
 //   D/dev<k>/device.json       the device's identity: store id and index (refuses mixed-up dirs)
-//   D/dev<k>/<var>.<slot>.bin  var in {theta, m, v} (those the optimizer has), slot in {0, 1};
-//                              the shard's elements as little-endian binary32, padded to 4096
+//   D/dev<k>/<array>.<slot>.bin  one file per state array (StateArray) and slot in {0, 1}:
+//                              fp32 stores: theta, m, v (those the optimizer has), the shard's
+//                              elements as little-endian binary32, padded to 4096; q8 stores
+//                              (docs/state-formats.md): theta (binary32, or bf16 in q8-bf16),
+//                              m and v as one code byte per element, and m.absmax, v.absmax
+//                              with each subgroup's binary32 absmax values (one per block of
+//                              256) in a 4096-aligned region of its own
 //
 // COMMIT PROTOCOL. A commit reads the committed slot s and writes slot 1 - s only; when every
 // shard is written, the written files are fdatasync'ed, then manifest.json.tmp (the new step
@@ -71,6 +76,8 @@ struct StoreConfig {
   double loss_scale = 1.0;
   uint32_t subgroup_elems = 0;  // multiple of 65536 (sparse blocks, 4096-byte alignment)
   uint64_t seed = 1;
+  /// How the state is kept (docs/state-formats.md), fixed at creation: fp32, q8 or q8-bf16.
+  hls::StateFmt state = hls::StateFmt::kFp32;
 
   nlohmann::json ToJson() const;
   static StoreConfig FromJson(const nlohmann::json& j);
@@ -97,6 +104,24 @@ struct Subgroup {
   uint64_t file_offset() const { return begin * 4; }
   /// Bytes transferred for one variable: 4n rounded up to 4096 (O_DIRECT).
   uint64_t io_bytes() const { return (static_cast<uint64_t>(n) * 4 + 4095) / 4096 * 4096; }
+};
+
+/// One array of the state as the store keeps it: a file per (device, slot) and a buffer per
+/// launch. An fp32 store has one per variable (theta, m, v, binary32); a q8 store has theta
+/// (binary32, or bf16 in q8-bf16) and per moment its codes (named as the variable, one byte per
+/// element) and its absmax values ("m.absmax", "v.absmax": binary32, one per block of 256).
+struct StateArray {
+  std::string name;
+  unsigned var = 0;         // the variable it belongs to (index in Store::vars())
+  bool absmax = false;      // one value per block (else one per element)
+  unsigned elem_bytes = 4;  // bytes per element (absmax: per block)
+  unsigned arg = 0;         // the launch buffer it binds to (update_arg::theta .. v_absmax)
+};
+
+/// Where one subgroup's bytes of an array lie in its file: `bytes` of data at `offset`, read
+/// and written as `io_bytes` (rounded up to 4096 for O_DIRECT).
+struct ArrayExtent {
+  uint64_t offset = 0, bytes = 0, io_bytes = 0;
 };
 
 class Store {
@@ -161,6 +186,27 @@ class Store {
   const std::vector<Shard>& shards() const { return shards_; }
   /// The state variables the optimizer keeps: theta, then m and/or v.
   const std::vector<std::string>& vars() const { return vars_; }
+  /// The arrays the variables are kept in, in file order (fp32 stores: one per variable, in
+  /// the same order; q8 stores: a moment's codes, then its absmax values).
+  const std::vector<StateArray>& arrays() const { return arrays_; }
+  /// The store's state format (config().state).
+  hls::StateFmt state() const { return cfg_.state; }
+  /// Where subgroup g's bytes of array a are in the array's files.
+  ArrayExtent Extent(unsigned a, const Subgroup& g) const;
+  /// The bytes of elements [lo, hi) of a subgroup within its extent of array a, as (offset,
+  /// length): lo * elem_bytes etc., and for absmax arrays the blocks (lo and hi must then be
+  /// multiples of 256; std::logic_error otherwise).
+  std::pair<uint64_t, uint64_t> ArrayRange(unsigned a, uint32_t lo, uint32_t hi) const;
+  /// The buffer a launch needs for array a: the largest subgroup's io_bytes.
+  uint64_t ArrayBufferBytes(unsigned a) const;
+  /// The size of array a's file on device d.
+  uint64_t ArrayFileBytes(unsigned d, unsigned a) const;
+  /// A variable's checksum of subgroup g from the CRCs of its arrays (in arrays() order): the
+  /// CRC-32 of their bytes one after the other (a q8 moment: its codes, then its absmax values),
+  /// as the kernel's status lanes report it.
+  uint32_t VarChecksum(unsigned var, const Subgroup& g, const uint32_t* array_crcs) const;
+  /// The arrays of variable `var`, in order.
+  std::vector<unsigned> ArraysOf(unsigned var) const;
   /// The model's layout (stores created by CreateForModel), else nullptr.
   const ParamLayout* layout() const { return has_layout_ ? &layout_ : nullptr; }
   /// Hyper-parameters per param group as the last committed step used them (at step 0: as
@@ -178,12 +224,12 @@ class Store {
   uint64_t SubgroupCount(unsigned device) const;
   /// Every subgroup of every device.
   std::vector<Subgroup> AllSubgroups() const;
-  /// The open O_DIRECT file of a variable's slot on a device (an unopened placeholder in a
-  /// planning store).
-  const aio::File& file(unsigned device, unsigned var, unsigned slot) const;
-  /// CRC-32 of a subgroup of a variable in the committed slot.
+  /// The open O_DIRECT file of an array's slot on a device (an unopened placeholder in a
+  /// planning store). `array` indexes arrays() (in an fp32 store, the variable's index).
+  const aio::File& file(unsigned device, unsigned array, unsigned slot) const;
+  /// CRC-32 of a subgroup of a variable in the committed slot (VarChecksum's).
   uint32_t checksum(unsigned device, unsigned var, uint32_t subgroup) const;
-  std::string FilePath(unsigned device, unsigned var, unsigned slot) const;
+  std::string FilePath(unsigned device, unsigned array, unsigned slot) const;
 
   /// Per (device, var, subgroup) checksums of a slot being written.
   using Checksums = std::vector<std::vector<std::vector<uint32_t>>>;
@@ -261,6 +307,7 @@ class Store {
   std::string durability_warning_;
   std::vector<Shard> shards_;
   std::vector<std::string> vars_;
+  std::vector<StateArray> arrays_;
   bool has_layout_ = false;
   ParamLayout layout_;
   std::vector<OptimizerConfig> group_hyper_;
@@ -273,12 +320,14 @@ class Store {
   Checksums prev_crcs_;
   std::vector<OptimizerConfig> prev_group_hyper_;
   std::vector<int64_t> prev_tensor_steps_;
-  // files_[device][var][slot]
+  // files_[device][array][slot]
   std::vector<std::vector<std::vector<aio::File>>> files_;
 };
 
 /// The state variables an optimizer keeps, in store order: theta, then m and/or v.
 std::vector<std::string> StateVariables(const OptimizerConfig& hyper);
+/// The arrays that hold `vars` in format `f` (Store::arrays()).
+std::vector<StateArray> StateArrays(const std::vector<std::string>& vars, hls::StateFmt f);
 
 }  // namespace csdkit
 
