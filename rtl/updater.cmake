@@ -37,8 +37,8 @@ set(CSD_UPD_VLT "${CSD_UPD_RTL_DIR}/lint/csd.vlt")
 
 # The fp units the lanes are built from (rtl/pkg, rtl/fp; owned by the fp units' author).
 set(CSD_UPD_FP_SOURCES "${CSD_UPD_RTL_DIR}/pkg/csd_fp_pkg.sv")
-foreach(f csd_fp_classify csd_fp_round csd_fp_cvt csd_fp_add csd_fp_mul csd_fp_div csd_fp_sqrt
-          csd_fp_sign csd_fp_f16_to_f32 csd_fp_bf16_to_f32 csd_fp_f32_to_f16 csd_fp_f32_to_bf16)
+foreach(f csd_fp_classify csd_fp_round csd_fp_add csd_fp_mul csd_fp_div csd_fp_sqrt csd_fp_sign
+          csd_fp_cast)
   list(APPEND CSD_UPD_FP_SOURCES "${CSD_UPD_RTL_DIR}/fp/${f}.sv")
 endforeach()
 

@@ -7,7 +7,8 @@
 // every arithmetic NaN result, no fused multiply-add. The optional FTZ/DAZ policy reads
 // subnormal operands as zero of the same sign and flushes subnormal results to zero of the
 // same sign after IEEE rounding. fp16/bf16 conversions are exact integer functions (F16C
-// semantics for fp16) and ignore the policy.
+// semantics for fp16) and ignore the policy; fp32 -> bf16 also has the stochastic rounding of
+// docs/state-formats.md, chosen per operation (rnd_e).
 
 `default_nettype none
 
@@ -46,6 +47,28 @@ package csd_fp_pkg;
     return (1 << (fmt_exp_bits(fmt) - 1)) - 1;
   endfunction
 
+  /// True when every value of format src is exactly a value of format dst (a widening cast, or
+  /// the same format): such a cast never rounds, so the rounding mode does not matter.
+  function automatic bit fmt_cast_exact(fmt_e src, fmt_e dst);
+    return fmt_exp_bits(dst) >= fmt_exp_bits(src) && fmt_man_bits(dst) >= fmt_man_bits(src);
+  endfunction
+
+  // ---- Rounding modes of the conversions (csd_fp_cast) ------------------------------------
+
+  /// How csd_fp_cast rounds, chosen per operation (its rnd_mode_i). The arithmetic units always
+  /// round to nearest even.
+  typedef enum logic [0:0] {
+    RndNearestEven = 1'b0,  // IEEE round to nearest, ties to even: every format pair
+    RndStochastic  = 1'b1   // fp32 -> bf16 only: (bits + R) >> 16, NaN -> BF16_CANONICAL_NAN
+  } rnd_e;
+
+  /// Width of the random number R that one stochastic rounding consumes (the 16 bits that
+  /// fp32 -> bf16 drops).
+  localparam int unsigned RND_BITS = 16;
+  /// The one bf16 NaN that stochastic rounding returns, whatever the operand's sign and payload
+  /// (docs/state-formats.md, section "theta in bf16 with stochastic rounding", q8-bf16).
+  localparam logic [15:0] BF16_CANONICAL_NAN = 16'h7fc0;
+
   // ---- Internal number representation ----------------------------------------------------
 
   /// Fraction bits of binary32, the widest fraction handled.
@@ -77,7 +100,7 @@ package csd_fp_pkg;
   localparam int unsigned MUL_LATENCY = CLASSIFY_LATENCY + 3 + ROUND_LATENCY;
   /// csd_fp_sign: classify, round.
   localparam int unsigned SIGN_LATENCY = CLASSIFY_LATENCY + ROUND_LATENCY;
-  /// The four conversions: classify, round.
+  /// csd_fp_cast, every format pair and both rounding modes: classify, round.
   localparam int unsigned CVT_LATENCY = CLASSIFY_LATENCY + ROUND_LATENCY;
 
   /// Digit stages of csd_fp_div and csd_fp_sqrt: 24 result bits after the integer bit

@@ -1,7 +1,7 @@
 // csd_update_lane: one element of the optimizer update per cycle: the unified datapath of
 // hls/include/csdkit/hls/rules.h, built from the rtl/fp units, fully pipelined, no stalls.
 //
-//   (0)  g_in = widen(g_raw)                 fp32 as is, fp16 / bf16 exactly (csd_fp_*_to_f32)
+//   (0)  g_in = widen(g_raw)                 fp32 as is, fp16 / bf16 exactly (csd_fp_cast)
 //   (1)  g   = g_in * unscale
 //   (2)  g   = l2 ? g + wd * theta : g
 //   (3)  mom = mom_pass ? g : beta1 * m + omb1 * g
@@ -83,14 +83,22 @@ module csd_update_lane #(
   // ---- (0) Widening -----------------------------------------------------------------------------
   logic [31:0] g_f16, g_bf16, g_f32, g_in;
 
-  csd_fp_f16_to_f32 u_widen_f16 (
+  // Widening is exact: the rounding mode is ignored.
+  csd_fp_cast #(
+    .SrcFmt(csd_fp_pkg::FmtFp16), .DstFmt(csd_fp_pkg::FmtFp32), .QuietNan(1'b1)
+  ) u_widen_f16 (
     .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(vld[0]), .a_i(g_i[15:0]),
+    .rnd_mode_i(csd_fp_pkg::RndNearestEven), .rnd_bits_i('0),
     .valid_o(unit_vld[0]), .result_o(g_f16)
   );
   assign sched_vld[0] = vld[T_GIN];
 
-  csd_fp_bf16_to_f32 u_widen_bf16 (
+  // bf16 -> fp32 is the bits shifted left by 16, NaN payloads kept (not quieted).
+  csd_fp_cast #(
+    .SrcFmt(csd_fp_pkg::FmtBf16), .DstFmt(csd_fp_pkg::FmtFp32), .QuietNan(1'b0)
+  ) u_widen_bf16 (
     .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(vld[0]), .a_i(g_i[15:0]),
+    .rnd_mode_i(csd_fp_pkg::RndNearestEven), .rnd_bits_i('0),
     .valid_o(unit_vld[1]), .result_o(g_bf16)
   );
   assign sched_vld[1] = vld[T_GIN];
@@ -325,14 +333,23 @@ module csd_update_lane #(
   logic [15:0] half_f16, half_bf16;
   logic [31:0] mom_acc, m_new;
 
-  csd_fp_f32_to_f16 u_narrow_f16 (
+  // fp16 has only nearest even (VCVTPS2PH); bf16 will also round stochastically for the q8-bf16
+  // state format, when the kernel feeds the launch's mode and the Philox bits (tied to nearest
+  // even until then).
+  csd_fp_cast #(
+    .SrcFmt(csd_fp_pkg::FmtFp32), .DstFmt(csd_fp_pkg::FmtFp16), .QuietNan(1'b1)
+  ) u_narrow_f16 (
     .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(vld[T_TH]), .a_i(theta_new),
+    .rnd_mode_i(csd_fp_pkg::RndNearestEven), .rnd_bits_i('0),
     .valid_o(unit_vld[22]), .result_o(half_f16)
   );
   assign sched_vld[22] = vld[Lat];
 
-  csd_fp_f32_to_bf16 u_narrow_bf16 (
+  csd_fp_cast #(
+    .SrcFmt(csd_fp_pkg::FmtFp32), .DstFmt(csd_fp_pkg::FmtBf16), .QuietNan(1'b1)
+  ) u_narrow_bf16 (
     .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(vld[T_TH]), .a_i(theta_new),
+    .rnd_mode_i(csd_fp_pkg::RndNearestEven), .rnd_bits_i('0),
     .valid_o(unit_vld[23]), .result_o(half_bf16)
   );
   assign sched_vld[23] = vld[Lat];
