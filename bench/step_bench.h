@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "csdkit/hls/mode.h"
 #include "csdkit/system/device_set.h"
 
 namespace csdkit::bench {
@@ -19,6 +21,8 @@ struct StepBenchOptions {
   unsigned reps = 3;
   double topk = 0.0;
   bool keep = false;
+  /// The state formats to step, each on a store of its own, one after the other.
+  std::vector<hls::StateFmt> states = {hls::StateFmt::kFp32};
   DeviceSpec device_spec;  // backend, memory, link model; its count is `devices`
 };
 

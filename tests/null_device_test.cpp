@@ -384,7 +384,7 @@ TEST(BufferRoles, LaunchBuffersHaveTheirRoles) {
   });
   EXPECT_EQ(roles,
             "theta=state m=state v=state grad=stream sp_idx=stream sp_blk=stream out16=stream "
-            "status=stream ");
+            "status=stream m_absmax=state v_absmax=state ");
   EXPECT_THROW(UpdateBufferRole(hls::kUpdateArgs[update_arg::n]), std::invalid_argument);
 }
 

@@ -75,7 +75,7 @@ test $rc -eq 1 && echo \"$out\" | grep -q \"is not an xclbin\""
   set_tests_properties(xclbin_cli_emu PROPERTIES FIXTURES_REQUIRED xclbin_cli_dir
                        FIXTURES_SETUP xclbin_cli_file PASS_REGULAR_EXPRESSION "check passed")
   set_tests_properties(xclbin_cli_check PROPERTIES FIXTURES_REQUIRED xclbin_cli_file
-                       PASS_REGULAR_EXPRESSION "^ok: .*21 arguments as in the argument table")
+                       PASS_REGULAR_EXPRESSION "^ok: .*29 arguments as in the argument table")
   set_tests_properties(xclbin_cli_inspect PROPERTIES FIXTURES_REQUIRED xclbin_cli_file
                        PASS_REGULAR_EXPRESSION "\"platform\": \"csdkit_emulated_smartssd\"")
   set_tests_properties(xclbin_cli_check_card PROPERTIES FIXTURES_REQUIRED xclbin_cli_file)

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "csdkit/hls/mode.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/hls/word.h"
 #include "csdkit/platform/checksum.h"
 #include "csdkit/platform/update_launch.h"
@@ -173,12 +174,17 @@ uint32_t NullDevice::LaunchUpdate(const DeviceLaunch& l, uint32_t* status16, Vir
   if (!hls::DecodeMode(l.mode, &md)) {
     st[hls::kStatusError] = hls::kErrBadMode;
   } else {
-    const uint32_t zeros = Crc32OfZeros(4ull * l.n);
+    // The bytes as stored: binary32 (or q8-bf16's bf16) theta; a moment's binary32 values, or
+    // its codes followed by its absmax values (zeros: absmax +0, codes 0).
+    const bool q8 = hls::IsQ8(md.state);
+    const uint64_t n = l.n;
+    const uint32_t theta = Crc32OfZeros((md.state == hls::StateFmt::kQ8Bf16 ? 2 : 4) * n);
+    const uint32_t moment = Crc32OfZeros(q8 ? n + 4 * (n / hls::kQ8Block) : 4 * n);
     st[hls::kStatusElems] = l.n;
     st[hls::kStatusNnz] = md.sparse ? l.nnz : 0u;
-    st[hls::kStatusCrcThetaIn] = st[hls::kStatusCrcThetaOut] = zeros;
-    if (hls::UsesM(md)) st[hls::kStatusCrcMIn] = st[hls::kStatusCrcMOut] = zeros;
-    if (hls::UsesV(md)) st[hls::kStatusCrcVIn] = st[hls::kStatusCrcVOut] = zeros;
+    st[hls::kStatusCrcThetaIn] = st[hls::kStatusCrcThetaOut] = theta;
+    if (hls::UsesM(md)) st[hls::kStatusCrcMIn] = st[hls::kStatusCrcMOut] = moment;
+    if (hls::UsesV(md)) st[hls::kStatusCrcVIn] = st[hls::kStatusCrcVOut] = moment;
     st[hls::kStatusNonFinitePos] = hls::kStatusNoPosition;
   }
   st[hls::kStatusMagic] = hls::kStatusMagicValue;

@@ -73,10 +73,16 @@ void AddBenchCommand(CLI::App& app) {
   st->add_option("--reps", so->reps, "repetitions (best of)")->check(Count(1, 1000))->capture_default_str();
   st->add_option("--topk", so->topk, "Top-K sparse gradients with this ratio in (0,1]")->check(FiniteIn(0.0, 1.0, true));
   st->add_flag("--keep", so->keep, "keep the store");
+  auto states = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"fp32"});
+  st->add_option("--state", *states, "state formats to step, each on its own store: fp32 q8 q8-bf16")
+      ->check(CLI::IsMember({"fp32", "q8", "q8-bf16"}))
+      ->capture_default_str();
   st->add_flag("--json", "JSON output (the only format)");
   sdev->Add(st);
-  st->callback([so, sdev] {
+  st->callback([so, sdev, states] {
     so->device_spec = sdev->Spec(so->devices);
+    so->states.clear();
+    for (const std::string& s : *states) so->states.push_back(ParseStateFmt(s));
     std::cout << JsonText(bench::StepBench(*so)) << "\n";
   });
 }

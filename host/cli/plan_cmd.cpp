@@ -35,6 +35,7 @@ using planner::PlanPoint;
 
 struct PlanOpts {
   std::string params;  // a count, "4e9" or "350M"/"4B" style
+  std::string state = "fp32";
   uint64_t layers = 0, hidden = 0, vocab = 50257, seq = 1024;
   std::string gpu = "h100";
   unsigned batch = 4;
@@ -223,6 +224,7 @@ planner::PlanModel MakeModel(const PlanOpts& o) {
   }
   m.device_mem = o.device_mem;
   m.subgroup = o.subgroup;
+  m.state = ParseStateFmt(o.state);
   m.bwd_ratio = o.bwd_ratio;
   m.grad_bucket = o.grad_bucket;
   m.shard_order = planner::ParseShardOrder(o.shard_order);
@@ -381,6 +383,9 @@ void AddPlanCommand(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--device-mem", o->device_mem, "device memory per SmartSSD, bytes")
       ->check(Count(uint64_t{1} << 20, uint64_t{1} << 50))
+      ->capture_default_str();
+  c->add_option("--state", o->state, "state format of the stores: fp32, q8, q8-bf16")
+      ->check(CLI::IsMember({"fp32", "q8", "q8-bf16"}))
       ->capture_default_str();
   c->add_option("--subgroup", o->subgroup, "elements per subgroup (default: as csdkit init)")
       ->check(Count(65536, 1u << 30));

@@ -1,5 +1,7 @@
 #include "csdkit/planner/planner.h"
 
+#include "csdkit/hls/state_q8.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -269,6 +271,7 @@ nlohmann::json PlanModel::ToJson() const {
           {"fwd_bwd_from", fwd_bwd_from},
           {"device_mem", device_mem},
           {"subgroup", subgroup},
+          {"state", StateFmtName(state)},
           {"bwd_ratio", bwd_ratio},
           {"grad_bucket", grad_bucket},
           {"shard_order", ShardOrderName(shard_order)},
@@ -402,11 +405,13 @@ PlanPoint PlanIteration(const PlanModel& model, const SystemProfile& sys, PlanMo
   }
   const auto t0 = std::chrono::steady_clock::now();
   StoreConfig c;
-  c.params = model.params;
+  c.state = model.state;
+  c.params = hls::IsQ8(c.state) ? (model.params + hls::kQ8Block - 1) / hls::kQ8Block * hls::kQ8Block
+                                : model.params;
   c.devices = devices;
   c.hyper = OptimizerConfig::Defaults(Optimizer::kAdamW);
   c.grad = DType::kFp16;
-  c.out = DType::kFp16;
+  c.out = c.state == hls::StateFmt::kQ8Bf16 ? DType::kBf16 : DType::kFp16;
   c.loss_scale = 1024.0;
   const uint64_t shard = (c.params + devices - 1) / devices;
   const uint32_t fit = SubgroupForMemory(model.device_mem, c.hyper, c.grad, c.out, shard);
@@ -419,6 +424,10 @@ PlanPoint PlanIteration(const PlanModel& model, const SystemProfile& sys, PlanMo
   c.subgroup_elems = model.subgroup != 0
                          ? model.subgroup
                          : DefaultSubgroup(model.device_mem, c.hyper, c.grad, c.out, shard);
+  // q8: whole 4096-byte absmax regions where the size allows (as `csdkit init --state`).
+  if (model.subgroup == 0 && hls::IsQ8(c.state) && c.subgroup_elems >= 262144) {
+    c.subgroup_elems = c.subgroup_elems / 262144 * 262144;
+  }
   Store store = Store::Plan(c);
   DeviceSpec spec;
   spec.backend = Backend::kNull;
@@ -500,6 +509,7 @@ PlanPoint PlanIteration(const PlanModel& model, const SystemProfile& sys, PlanMo
     km.grad = c.grad;
     km.out = c.out;
     km.sparse = g.sparse();
+    km.state = c.state;
     const uint32_t kmode = hls::EncodeMode(km);
     double kernel_bytes = 0;
     for (unsigned d = 0; d < devices; ++d) {

@@ -337,13 +337,26 @@ GoldenIndex ReadGoldenIndex(const std::string& dir_arg) {
     if (scalar) bits[i] = Hex32(e, "hex", ew);
   }
   UpdateLaunch<bool> l;
+  // The stochastic rounding's key (seed, step, element index) only matters to q8-bf16
+  // launches: dumps made before it existed, and hand-written fp32 ones, may leave it out (0).
+  auto key_arg = [](unsigned i) { return i >= update_arg::seed_lo && i <= update_arg::index_hi; };
   l.ForEachScalar([&](const hls::ArgInfo& a, uint32_t& f) {
-    if (!seen[a.index]) {
+    if (!seen[a.index] && !key_arg(a.index)) {
       Fail(where, std::string("\"args\": expected an entry for the scalar '") + a.name +
                       "' with its bits in \"hex\", found none");
     }
-    f = bits[a.index];
+    f = seen[a.index] ? bits[a.index] : 0u;
   });
+  hls::Mode key_md{};
+  if (hls::DecodeMode(l.mode, &key_md) && key_md.state == hls::StateFmt::kQ8Bf16) {
+    for (unsigned i = update_arg::seed_lo; i <= update_arg::index_hi; ++i) {
+      if (!seen[i]) {
+        Fail(where, std::string("\"args\": expected an entry for the scalar '") +
+                        hls::kUpdateArgs[i].name +
+                        "' (a q8-bf16 launch's random bits depend on it), found none");
+      }
+    }
+  }
   if (l.n != n || l.nnz != nnz) {
     const bool bad_n = l.n != n;
     Fail(where, std::string("\"args\" '") + (bad_n ? "n" : "nnz") + "': expected the top-level " +

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "csdkit/emu/link_model.h"
+#include "csdkit/hls/mode.h"
 #include "csdkit/platform/device.h"
 
 namespace csdkit::planner {
@@ -166,6 +167,9 @@ struct PlanModel {
   std::string fwd_bwd_from;  // how fwd_bwd was obtained
   uint64_t device_mem = uint64_t{4} << 30;
   uint32_t subgroup = 0;     // elements; 0: as `csdkit init` picks
+  /// The store's state format (docs/state-formats.md): fp32, q8 or q8-bf16 (a q8 store's
+  /// parameter count is rounded up to whole blocks of 256; q8-bf16's copy is bf16).
+  hls::StateFmt state = hls::StateFmt::kFp32;
   /// Backward over forward seconds (fwd_bwd = forward · (1 + bwd_ratio)): 2 is the FLOP ratio
   /// of a transformer without activation checkpointing, about 3 with it.
   double bwd_ratio = 2.0;
