@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 #include <tuple>
+#include <utility>
 
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/crc.h"
@@ -165,9 +166,12 @@ SelfTestReport SelfTest(Device& dev, const SelfTestOptions& o) {
   const uint32_t sp32[] = {0x7fc00000u, 0xff800001u, 0x7f800000u, 0x80000000u, 0x00000001u,
                            0x807fffffu, 0x7f7fffffu, 0x00800000u};
   const uint16_t sp16[] = {0x7e00u, 0xfc01u, 0x7c00u, 0x8000u, 0x0001u, 0x83ffu, 0x7bffu, 0x0400u};
+  std::vector<std::pair<hls::StateFmt, Variant>> cases;  // every format x optimizer variant
   for (hls::StateFmt st : o.states) {
-  const bool q8 = hls::IsQ8(st);
-  for (const Variant& var : AllVariants()) {
+    for (const Variant& var : AllVariants()) cases.push_back({st, var});
+  }
+  for (const auto& [st, var] : cases) {
+    const bool q8 = hls::IsQ8(st);
     for (DType g : {DType::kFp32, DType::kFp16, DType::kBf16}) {
       for (DType out : {DType::kFp32, DType::kFp16, DType::kBf16}) {
         if (st == hls::StateFmt::kQ8Bf16 && out == DType::kFp16) continue;
@@ -233,7 +237,6 @@ SelfTestReport SelfTest(Device& dev, const SelfTestOptions& o) {
         }
       }
     }
-  }
   }
   return rep;
 }
