@@ -9,7 +9,12 @@
 
 namespace csdkit {
 
-ParamLayout::ParamLayout(std::vector<TensorSpec> tensors) : tensors_(std::move(tensors)) {
+ParamLayout::ParamLayout(std::vector<TensorSpec> tensors, uint64_t tensor_align)
+    : tensors_(std::move(tensors)), tensor_align_(tensor_align) {
+  if (tensor_align_ != 1 && tensor_align_ != 256) {
+    throw std::invalid_argument("parameter layout: tensor alignment: expected 1 or 256, found " +
+                                std::to_string(tensor_align_));
+  }
   if (tensors_.empty()) {
     throw std::invalid_argument("parameter layout: expected at least one tensor, found none");
   }
@@ -36,6 +41,7 @@ ParamLayout::ParamLayout(std::vector<TensorSpec> tensors) : tensors_(std::move(t
                                   std::to_string(g) + " (groups numbered in order, each group's "
                                   "tensors together), found group " + std::to_string(t.group));
     }
+    pos = (pos + tensor_align_ - 1) / tensor_align_ * tensor_align_;
     offsets_.push_back(pos);
     if (t.numel > (uint64_t{1} << 48) - pos) {
       throw std::invalid_argument(what + ": expected at most 2^48 parameters in all, found more");
@@ -43,7 +49,7 @@ ParamLayout::ParamLayout(std::vector<TensorSpec> tensors) : tensors_(std::move(t
     pos += t.numel;
   }
   group_end_.push_back(pos);
-  total_ = pos;
+  total_ = (pos + tensor_align_ - 1) / tensor_align_ * tensor_align_;
 }
 
 unsigned ParamLayout::GroupOf(uint64_t i) const {
@@ -74,7 +80,9 @@ nlohmann::json ParamLayout::ToJson() const {
                   {"group", tensors_[i].group},
                   {"offset", offsets_[i]}});
   }
-  return {{"tensors", ts}, {"total", total_}, {"fingerprint", Fingerprint()}};
+  nlohmann::json j{{"tensors", ts}, {"total", total_}, {"fingerprint", Fingerprint()}};
+  if (tensor_align_ != 1) j["tensor_align"] = tensor_align_;
+  return j;
 }
 
 ParamLayout ParamLayout::FromJson(const nlohmann::json& j) {
@@ -99,7 +107,15 @@ ParamLayout ParamLayout::FromJson(const nlohmann::json& j) {
     ts.push_back({t["name"].get<std::string>(), count("numel", uint64_t{1} << 48),
                   static_cast<unsigned>(count("group", UINT32_MAX))});
   }
-  ParamLayout l(std::move(ts));
+  uint64_t align = 1;
+  if (j.contains("tensor_align")) {
+    if (!j["tensor_align"].is_number_unsigned()) {
+      throw std::invalid_argument("parameter layout: expected 'tensor_align' 1 or 256, found " +
+                                  j["tensor_align"].dump());
+    }
+    align = j["tensor_align"].get<uint64_t>();
+  }
+  ParamLayout l(std::move(ts), align);
   if (j.contains("fingerprint") && j["fingerprint"] != l.Fingerprint()) {
     throw std::invalid_argument("parameter layout: expected fingerprint " + l.Fingerprint() +
                                 " for these tensors, found " + j["fingerprint"].dump());

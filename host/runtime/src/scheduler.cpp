@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "csdkit/hls/mode.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/hls/sparse.h"
 #include "csdkit/platform/checksum.h"
 #include "csdkit/platform/problem.h"
@@ -204,12 +205,15 @@ constexpr uint64_t kScratchBytes = 512u << 10;
 
 // The parts of subgroup `sg` (shard at `shard_base`) that belong to tensors without a gradient,
 // as subgroup-relative element ranges.
+// `align` (a q8 store's 256) widens each range to whole blocks: a tensor's last block holds
+// only padding after it, which stays zero either way, and a block's codes and absmax are kept
+// or replaced whole.
 std::vector<std::pair<uint32_t, uint32_t>> FrozenIn(const GradientSet& g, uint64_t shard_base,
-                                                    const Subgroup& sg) {
+                                                    const Subgroup& sg, uint64_t align) {
   std::vector<std::pair<uint32_t, uint32_t>> r;
   const uint64_t b = shard_base + sg.begin, e = b + sg.n;
   for (const auto& [fb, fe] : g.frozen()) {
-    const uint64_t lo = std::max(fb, b), hi = std::min(fe, e);
+    const uint64_t lo = std::max(fb, b), hi = std::min((fe + align - 1) / align * align, e);
     if (lo < hi) r.push_back({static_cast<uint32_t>(lo - b), static_cast<uint32_t>(hi - b)});
   }
   return r;
@@ -218,6 +222,10 @@ std::vector<std::pair<uint32_t, uint32_t>> FrozenIn(const GradientSet& g, uint64
 }  // namespace
 
 namespace {
+
+// Element ranges of a store's tensors are handled in whole blocks of this many elements: 256
+// in the compressed formats (every tensor starts on a block), else 1.
+uint64_t StateAlign(const Store& s) { return hls::IsQ8(s.state()) ? hls::kQ8Block : 1; }
 
 // A buffer for a dump: at least one word, so that an empty array still has an address.
 AlignedBuffer DumpBuffer(uint64_t bytes) { return AlignedBuffer(std::max<uint64_t>(bytes, 4)); }
@@ -369,7 +377,9 @@ std::vector<Scheduler::StepClass> Scheduler::ClassesIn(uint64_t shard_base,
              tensor_begin_.begin();
   t = t > 0 ? t - 1 : 0;
   for (; t < ts.size() && tensor_begin_[t] < e; ++t) {
-    const uint64_t lo = std::max(tensor_begin_[t], b), hi = std::min(tensor_begin_[t] + ts[t].numel, e);
+    const uint64_t align = StateAlign(store_);  // (q8: whole blocks, as FrozenIn)
+    const uint64_t lo = std::max(tensor_begin_[t], b),
+                   hi = std::min((tensor_begin_[t] + ts[t].numel + align - 1) / align * align, e);
     if (lo >= hi || !stepped_[t]) continue;
     const int64_t c = next_counts_[t];
     auto it = std::find_if(classes.begin(), classes.end(),
@@ -533,7 +543,7 @@ void Scheduler::SmartWorker(unsigned d, unsigned w, const GradientSet& g,
         }
         if (c.out != DType::kFp32) ranges_between(bufs.stash16, bufs.b.out16, classes[li], -1);
       }
-      const auto frozen = do_io && do_compute ? FrozenIn(g, shard_base, sg)
+      const auto frozen = do_io && do_compute ? FrozenIn(g, shard_base, sg, StateAlign(store_))
                                               : std::vector<std::pair<uint32_t, uint32_t>>();
       // Tensors without a gradient keep their weights and state: their elements are read again
       // from the committed slot (P2P, through a small scratch buffer) over what the kernel wrote.
@@ -683,7 +693,7 @@ void Scheduler::BaselineWorker(const std::vector<Subgroup>* work, unsigned t, un
     l.SetRandomKey(c.seed, static_cast<uint64_t>(store_.step() + 1), shard_base + sg.begin);
     // The update itself (planning: skipped; the state, zeros, stays what it was).
     uint32_t err = 0;
-    const auto frozen = data ? FrozenIn(g, shard_base, sg)
+    const auto frozen = data ? FrozenIn(g, shard_base, sg, StateAlign(store_))
                              : std::vector<std::pair<uint32_t, uint32_t>>();
     if (data) {
       // Tensors without a gradient keep their weights and state: saved here, put back below.

@@ -1,7 +1,5 @@
 #include "csdkit/runtime/state_io.h"
 
-#include "csdkit/hls/mode.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +9,8 @@
 #include "csdkit/aio/aio_engine.h"
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
+#include "csdkit/hls/mode.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/platform/checksum.h"
 
@@ -22,11 +22,6 @@ const ParamLayout& LayoutOf(const Store& s, const char* what) {
     throw std::invalid_argument(std::string(what) + ": store '" + s.dir() +
                                 "' has no parameter layout (created by `csdkit init`, not for a "
                                 "model)");
-  }
-  if (hls::IsQ8(s.state())) {  // (CreateForModel refuses them today; a guard for the reader)
-    throw std::invalid_argument(std::string(what) + ": expected an fp32 store, found store '" +
-                                s.dir() + "' in " + StateFmtName(s.state()) +
-                                ": its state is not exported or imported yet");
   }
   return *s.layout();
 }
@@ -57,19 +52,82 @@ void ForEachOverlap(const ParamLayout& l, uint64_t base, uint64_t n, Fn&& fn) {
   }
 }
 
-// Reads one subgroup of variable v of the committed slot into buf and checks its CRC.
+// Reads one subgroup of variable v of the committed slot, checks its CRC and gives its values
+// as binary32 in buf (n of them): as stored in an fp32 store; in a q8 store theta widened from
+// bf16 (q8-bf16) and a moment dequantized from its codes and absmax values under the store's
+// policy (docs/state-formats.md).
 void ReadChecked(const Store& s, aio::Engine& engine, unsigned d, unsigned v, const Subgroup& g,
                  AlignedBuffer& buf) {
-  engine.Read(s.file(d, v, s.slot()), g.file_offset(), buf.data(), g.io_bytes());
-  const uint32_t crc = Crc32(buf.data(), 4ull * g.n);
+  const std::vector<unsigned> as = s.ArraysOf(v);
+  std::vector<AlignedBuffer> raw;
+  std::vector<uint32_t> crcs;
+  std::string files;
+  for (unsigned a : as) {
+    const ArrayExtent e = s.Extent(a, g);
+    raw.emplace_back(s.ArrayBufferBytes(a));
+    engine.Read(s.file(d, a, s.slot()), e.offset, raw.back().data(), e.io_bytes);
+    crcs.push_back(Crc32(raw.back().data(), e.bytes));
+    files += (files.empty() ? "" : " + ") + s.FilePath(d, a, s.slot());
+  }
+  const uint32_t crc = s.VarChecksum(v, g, crcs.data());
   if (crc != s.checksum(d, v, g.index)) {
     char b[64];
     std::snprintf(b, sizeof b, "expected CRC 0x%08x, found 0x%08x", s.checksum(d, v, g.index),
                   crc);
-    throw StoreError("store '" + s.dir() + "' is corrupt: " + s.FilePath(d, v, s.slot()) +
-                     " subgroup " + std::to_string(g.index) + " (elements " +
-                     std::to_string(g.begin) + ".." + std::to_string(g.begin + g.n) + "): " + b);
+    throw StoreError("store '" + s.dir() + "' is corrupt: " + files + " subgroup " +
+                     std::to_string(g.index) + " (elements " + std::to_string(g.begin) + ".." +
+                     std::to_string(g.begin + g.n) + "): " + b);
   }
+  float* x = buf.as<float>();
+  const StateArray& first = s.arrays()[as[0]];
+  if (as.size() == 2) {  // a q8 moment
+    const hls::Fp32 policy(s.config().ftz);
+    const uint8_t* codes = raw[0].as<uint8_t>();
+    const float* amax = raw[1].as<float>();
+    for (uint32_t i = 0; i < g.n; ++i) {
+      x[i] = hls::DequantQ8(codes[i], amax[i / hls::kQ8Block], s.vars()[v] == "m", policy);
+    }
+  } else if (first.elem_bytes == 2) {  // bf16 theta
+    for (uint32_t i = 0; i < g.n; ++i) x[i] = hls::U2F(hls::Bf16ToF32(raw[0].as<uint16_t>()[i]));
+  } else {
+    std::memcpy(x, raw[0].data(), 4ull * g.n);
+  }
+}
+
+// Writes n binary32 values of variable v for subgroup g into slot `slot` in the store's format
+// (theta to bf16 by nearest even in q8-bf16: an import is not a step; a moment quantized block
+// by block in q8) and returns the variable's CRC as the manifest records it.
+uint32_t WriteVar(const Store& s, aio::Engine& engine, unsigned d, unsigned v, const Subgroup& g,
+                  unsigned slot, const float* x) {
+  const std::vector<unsigned> as = s.ArraysOf(v);
+  std::vector<uint32_t> crcs;
+  std::vector<uint8_t> codes(g.n);
+  std::vector<float> amax(g.n / hls::kQ8Block + 1);
+  if (as.size() == 2) {
+    const hls::Fp32 policy(s.config().ftz);
+    for (uint32_t k = 0; k < g.n / hls::kQ8Block; ++k) {
+      hls::QuantizeBlockQ8(x + uint64_t{k} * hls::kQ8Block, hls::kQ8Block, s.vars()[v] == "m",
+                           policy, codes.data() + uint64_t{k} * hls::kQ8Block, &amax[k]);
+    }
+  }
+  for (size_t k = 0; k < as.size(); ++k) {
+    const StateArray& arr = s.arrays()[as[k]];
+    const ArrayExtent e = s.Extent(as[k], g);
+    AlignedBuffer out(s.ArrayBufferBytes(as[k]));
+    std::memset(out.data(), 0, e.io_bytes);
+    if (arr.absmax) {
+      std::memcpy(out.data(), amax.data(), e.bytes);
+    } else if (arr.elem_bytes == 1) {
+      std::memcpy(out.data(), codes.data(), e.bytes);
+    } else if (arr.elem_bytes == 2) {
+      for (uint32_t i = 0; i < g.n; ++i) out.as<uint16_t>()[i] = hls::F32ToBf16(hls::F2U(x[i]));
+    } else {
+      std::memcpy(out.data(), x, e.bytes);
+    }
+    crcs.push_back(Crc32(out.data(), e.bytes));
+    engine.Write(s.file(d, as[k], slot), e.offset, out.data(), e.io_bytes);
+  }
+  return s.VarChecksum(v, g, crcs.data());
 }
 
 float Widen(DType dt, const void* p, uint64_t i) {
@@ -237,9 +295,7 @@ void ImportState(Store& s, const StateImport& in, const aio::AioConfig& aio_cfg)
             });
           }
         }
-        std::memset(reinterpret_cast<uint8_t*>(x) + 4ull * g.n, 0, g.io_bytes() - 4ull * g.n);
-        crcs[sh.device][v][g.index] = Crc32(x, 4ull * g.n);
-        engine.Write(s.file(sh.device, v, ws), g.file_offset(), x, g.io_bytes());
+        crcs[sh.device][v][g.index] = WriteVar(s, engine, sh.device, v, g, ws, x);
       }
     }
   }

@@ -762,20 +762,17 @@ Store Store::CreateForModel(const std::string& dir, const StoreConfig& cfg_in,
                                 std::to_string(groups.size()));
   }
   if (weights == nullptr) throw std::invalid_argument("weights: expected a buffer, found none");
-  if (hls::IsQ8(cfg_in.state)) {
-    throw std::invalid_argument(
-        std::string("state: expected fp32 for a store created for a model, found ") +
-        StateFmtName(cfg_in.state) + " (a model's tensors do not yet start on blocks of 256, "
-        "which the compressed formats need; `csdkit init --state` creates one without a model)");
-  }
+  // The compressed formats place every tensor on a block of 256 (the store's own layout; the
+  // tensors, and so the fingerprint, are the caller's).
+  const ParamLayout placed(layout.tensors(), hls::IsQ8(cfg_in.state) ? hls::kQ8Block : 1);
   StoreConfig cfg = cfg_in;
-  cfg.params = layout.total();
+  cfg.params = placed.total();
   // Which tensor holds flattened element i: walk the layout alongside the subgroups (they come
   // in increasing order within a shard).
   const unsigned wb = DTypeBytes(weight_dtype);
   const auto* w = static_cast<const uint8_t*>(weights);
-  std::vector<uint64_t> packed(layout.tensors().size());  // tensor's first element in `weights`
-  for (size_t t = 1; t < packed.size(); ++t) packed[t] = packed[t - 1] + layout.tensors()[t - 1].numel;
+  std::vector<uint64_t> packed(placed.tensors().size());  // tensor's first element in `weights`
+  for (size_t t = 1; t < packed.size(); ++t) packed[t] = packed[t - 1] + placed.tensors()[t - 1].numel;
   auto widen = [&](uint64_t k) -> float {
     uint32_t bits;
     if (weight_dtype == DType::kFp32) {
@@ -789,7 +786,7 @@ Store Store::CreateForModel(const std::string& dir, const StoreConfig& cfg_in,
   };
   (void)wb;
   return CreateImpl(
-      dir, cfg, &layout, groups, aio_cfg,
+      dir, cfg, &placed, groups, aio_cfg,
       [&](const Store& s, uint64_t base, const Subgroup& g, const std::string& name, float* x) {
         std::fill(x, x + g.n, 0.0f);
         if (name == "v" && cfg.hyper.opt == Optimizer::kAdagrad) {
@@ -797,8 +794,8 @@ Store Store::CreateForModel(const std::string& dir, const StoreConfig& cfg_in,
                     static_cast<float>(s.group_hyper()[g.group].initial_accumulator_value));
         }
         if (name != "theta") return;
-        for (size_t t = 0; t < layout.tensors().size(); ++t) {
-          const uint64_t tb = layout.offset(t), te = tb + layout.tensors()[t].numel;
+        for (size_t t = 0; t < placed.tensors().size(); ++t) {
+          const uint64_t tb = placed.offset(t), te = tb + placed.tensors()[t].numel;
           const uint64_t lo = std::max(tb, base), hi = std::min(te, base + g.n);
           for (uint64_t i = lo; i < hi; ++i) x[i - base] = widen(packed[t] + (i - tb));
         }
@@ -856,6 +853,12 @@ Store Store::FromManifest(const nlohmann::json& j, const std::string& w) {
     if (s.layout_.total() != s.cfg_.params) {
       Fail(w + ": expected the layout's " + std::to_string(s.layout_.total()) +
            " parameters, found params " + std::to_string(s.cfg_.params));
+    }
+    const uint64_t align = hls::IsQ8(s.cfg_.state) ? hls::kQ8Block : 1;
+    if (s.layout_.tensor_align() != align) {
+      Fail(w + ": expected the layout's tensors aligned to " + std::to_string(align) +
+           " elements (state " + StateFmtName(s.cfg_.state) + "), found " +
+           std::to_string(s.layout_.tensor_align()));
     }
     const auto gh = Get<nlohmann::json>(j, "group_hyper", w);
     if (!gh.is_array() || gh.size() != s.layout_.groups()) {

@@ -26,7 +26,10 @@ class ParamLayout {
   /// Places the tensors. Throws std::invalid_argument (naming the tensor, what was expected and
   /// what was found) for an empty list, an empty or duplicate name, a tensor of 0 elements, or
   /// groups that are not numbered 0, 1, ... in order with each group's tensors contiguous.
-  explicit ParamLayout(std::vector<TensorSpec> tensors);
+  /// `tensor_align` (1, or 256 for the compressed state formats' blocks) places every tensor at
+  /// a multiple of it and makes the total one: the gap after a tensor is padding (its state
+  /// stays zero), and a block never holds two tensors.
+  explicit ParamLayout(std::vector<TensorSpec> tensors, uint64_t tensor_align = 1);
 
   const std::vector<TensorSpec>& tensors() const { return tensors_; }
   /// First flattened element of tensor i.
@@ -39,7 +42,10 @@ class ParamLayout {
   uint64_t total() const { return total_; }
   /// The group of flattened element i (the padding after a group belongs to it).
   unsigned GroupOf(uint64_t i) const;
-  /// A digest of the tensors (names, sizes, groups, in order), as 16 hex digits.
+  /// The alignment of each tensor's first element (1 or 256).
+  uint64_t tensor_align() const { return tensor_align_; }
+  /// A digest of the tensors (names, sizes, groups, in order), as 16 hex digits. The alignment
+  /// is not part of it: it is the store's (its state format), not the model's.
   std::string Fingerprint() const;
 
   nlohmann::json ToJson() const;
@@ -51,6 +57,7 @@ class ParamLayout {
   std::vector<uint64_t> offsets_;
   std::vector<uint64_t> group_begin_, group_end_;
   uint64_t total_ = 0;
+  uint64_t tensor_align_ = 1;
 };
 
 }  // namespace csdkit
