@@ -199,7 +199,7 @@ class PySession {
                           const std::string& backend, std::optional<std::string> grad_dtype,
                           std::optional<std::string> out_dtype, double loss_scale,
                           uint32_t subgroup_elems, uint64_t device_mem, bool link_model, bool ftz,
-                          uint64_t seed) {
+                          uint64_t seed, const std::string& state) {
     const ParamLayout l = LayoutFromPy(layout);
     const size_t nt = l.tensors().size();
     if (weights.size() != nt) {
@@ -234,6 +234,7 @@ class PySession {
     cfg.subgroup_elems = subgroup_elems;
     cfg.ftz = ftz;
     cfg.seed = seed;
+    cfg.state = ParseStateFmt(state);
     const DeviceSpec spec = SpecFromPy(backend, device_mem, link_model);
     py::gil_scoped_release nogil;
     // The store takes the tensors back to back: packed once, at creation.
@@ -772,6 +773,7 @@ opened).)");
                   py::arg("out_dtype") = py::none(), py::arg("loss_scale") = 1.0,
                   py::arg("subgroup_elems") = 0u, py::arg("device_mem") = uint64_t{4} << 30,
                   py::arg("link_model") = true, py::arg("ftz") = false, py::arg("seed") = 1u,
+                  py::arg("state") = "fp32",
                   R"(Creates the store of a model in `dir` (absent or empty) and opens its devices.
 
 layout: [(name, numel, group), ...] in flattening order; groups numbered 0, 1, ... in order.
@@ -782,7 +784,8 @@ weights: one tensor per layout entry (torch or numpy; CPU, contiguous, float32/f
   all the same dtype): the initial fp32 master weights (fp16/bf16 widened exactly).
 grad_dtype: 'fp32' | 'fp16' | 'bf16' (default: the weights' dtype).
 out_dtype: 'none' | 'fp16' | 'bf16' (default: the weights' dtype; float32 weights: 'none').
-subgroup_elems: 0 = the largest that fits device_mem, at most 1 Mi.)")
+subgroup_elems: 0 = the largest that fits device_mem, at most 1 Mi.
+state: 'fp32' | 'q8' | 'q8-bf16' (docs/state-formats.md): how the store keeps the state.)")
       .def_static("open", &PySession::Open, py::arg("dir"), py::arg("layout"), py::kw_only(),
                   py::arg("backend") = "model", py::arg("device_mem") = uint64_t{4} << 30,
                   py::arg("link_model") = true,

@@ -133,6 +133,12 @@ class _ZeroMixin:
     _bucket_bytes = 25 << 20
 
     def __init__(self, params, *args, process_group=None, **kwargs):
+        if kwargs.get("state", "fp32") != "fp32":
+            raise ValueError(
+                "{}: state={!r}: the partitioned optimizer keeps binary32 state only for now "
+                "(its rank slices are not yet cut on blocks of 256); use state='fp32', or "
+                "csdkit.torch.{} on one process".format(type(self).__name__, kwargs["state"],
+                                                      type(self).__name__))
         if not (dist.is_available() and dist.is_initialized()):
             raise RuntimeError("{}: expected an initialized torch.distributed default process "
                                "group (dist.init_process_group), found none"

@@ -56,7 +56,8 @@ _KIT_DTYPE = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf1
 
 # The kit's own constructor arguments, shared by every optimizer, and their defaults.
 _KIT_ARGS = dict(store=None, devices=None, backend="model", device_mem=4 << 30, link_model=True,
-                 mode="smart", max_grad_norm=None, compress=None, overlap_backward=True)
+                 mode="smart", max_grad_norm=None, compress=None, overlap_backward=True,
+                 state="fp32")
 
 
 def _probe(g):
@@ -423,6 +424,10 @@ class _StoreOptimizer(torch.optim.Optimizer):
                                               and 0 < max_grad_norm < float("inf")):
             raise ValueError("Invalid max_grad_norm value: {!r} (expected None or a finite "
                              "number > 0)".format(max_grad_norm))
+        if kit["state"] not in ("fp32", "q8", "q8-bf16"):
+            raise ValueError("Invalid state: {!r} (expected 'fp32', 'q8' or 'q8-bf16': the store's "
+                             "state format, docs/state-formats.md)".format(kit["state"]))
+        self._state_fmt = kit["state"]
         compress = kit["compress"]
         if compress is not None and not isinstance(compress, TopK):
             raise ValueError("Invalid compress: expected None or csdkit.torch.TopK(ratio), found "
@@ -624,6 +629,13 @@ class _StoreOptimizer(torch.optim.Optimizer):
             session = csdkit.Session.open(self._store_dir, layout, backend=self._backend,
                                           device_mem=self._device_mem,
                                           link_model=self._link_model)
+            found = session.describe().get("state", "fp32")
+            if found != self._state_fmt:
+                session = None  # (closes it: releases the store's lock)
+                raise ValueError(
+                    "state: expected the store {!r} in {!r} (state={!r}), found {!r}: a store "
+                    "keeps the format it was created with; pass state={!r}".format(
+                        self._store_dir, self._state_fmt, self._state_fmt, found, found))
         else:
             # A store path whose parent does not exist yet (accepted at construction when
             # its nearest existing ancestor is writable): the directories above it first.
@@ -633,7 +645,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 session = csdkit.Session.create(
                     self._store_dir, layout, hyper, weights, optimizer=self._optimizer,
                     devices=self._devices, backend=self._backend,
-                    device_mem=self._device_mem, link_model=self._link_model)
+                    device_mem=self._device_mem, link_model=self._link_model,
+                    state=self._state_fmt)
         local = [_local(p) for p in params]
         staging = []
         if self._compress is None and local and all(p.is_cuda for p in local) \
@@ -879,7 +892,8 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 tmp, layout, groups, theta, optimizer=self._optimizer, devices=devices,
                 backend=self._backend, grad_dtype=sess.grad_dtype, out_dtype=sess.out_dtype,
                 loss_scale=float(desc["loss_scale"]), device_mem=self._device_mem,
-                link_model=self._link_model, ftz=bool(desc["ftz"]), seed=int(desc["seed"]))
+                link_model=self._link_model, ftz=bool(desc["ftz"]), seed=int(desc["seed"]),
+                state=str(desc.get("state", "fp32")))
             if step > 0:
                 grown.import_state(step, theta, m=bufs.get("m"), v=bufs.get("v"),
                                    group_hyper=groups, tensor_steps=counts)
@@ -1771,7 +1785,7 @@ class AdamW(_StoreOptimizer):
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,
                  differentiable=False, fused=None, store, devices=None, backend="model",
                  device_mem=4 << 30, link_model=True, mode="smart", max_grad_norm=None,
-                 compress=None, overlap_backward=True):
+                 compress=None, overlap_backward=True, state="fp32"):
         _check_adam_args(lr, betas, eps, weight_decay)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         foreach=foreach, maximize=maximize, capturable=capturable,
@@ -1810,7 +1824,7 @@ class Adam(AdamW):
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, store, devices=None, backend="model",
                  device_mem=4 << 30, link_model=True, mode="smart", max_grad_norm=None,
-                 compress=None, overlap_backward=True):
+                 compress=None, overlap_backward=True, state="fp32"):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                          capturable=capturable, differentiable=differentiable, fused=fused,
@@ -1841,7 +1855,7 @@ class SGD(_StoreOptimizer):
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None, store, devices=None, backend="model", device_mem=4 << 30,
                  link_model=True, mode="smart", max_grad_norm=None, compress=None,
-                 overlap_backward=True):
+                 overlap_backward=True, state="fp32"):
         if lr is not required and lr < 0.0:
             raise ValueError("Invalid learning rate: {}".format(lr))
         if momentum < 0.0:
@@ -1881,7 +1895,7 @@ class Adagrad(_StoreOptimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None,
                  store, devices=None, backend="model", device_mem=4 << 30, link_model=True,
-                 mode="smart", max_grad_norm=None, compress=None, overlap_backward=True):
+                 mode="smart", max_grad_norm=None, compress=None, overlap_backward=True, state="fp32"):
         if not 0.0 <= lr:
             raise ValueError("Invalid learning rate: {}".format(lr))
         if not 0.0 <= lr_decay:
@@ -1930,7 +1944,7 @@ class Lion(_StoreOptimizer):
     def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False,
                  fused=None, store, devices=None, backend="model", device_mem=4 << 30,
                  link_model=True, mode="smart", max_grad_norm=None, compress=None,
-                 overlap_backward=True):
+                 overlap_backward=True, state="fp32"):
         _check_adam_args(lr, betas, 0.0, weight_decay)  # Lion has no eps
         defaults = dict(lr=lr, betas=betas, weight_decay=weight_decay, maximize=maximize,
                         fused=fused)
