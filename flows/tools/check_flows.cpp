@@ -396,10 +396,12 @@ std::vector<fs::path> SvFiles(const std::vector<fs::path>& dirs) {
 /// ARG_WORD_MASK against the table.
 bool CheckArgsPackage(const fs::path& file, const std::string& code) {
   std::map<std::string, uint64_t> consts;
+  std::map<std::string, std::string> texts;  // as written (the mask can exceed 64 bits)
   const std::regex lp(
       R"(localparam\s+[^=;]*?\b([A-Z][A-Z0-9_]*)\s*=\s*([0-9']?[0-9a-zA-Z_']*)\s*;)");
   for (std::sregex_iterator it(code.begin(), code.end(), lp), e; it != e; ++it) {
     uint64_t v = 0;
+    texts[(*it)[1].str()] = (*it)[2].str();
     if (ParseSvNumber((*it)[2].str(), &v)) consts[(*it)[1].str()] = v;
   }
   std::vector<std::string> exp, got;
@@ -413,27 +415,49 @@ bool CheckArgsPackage(const fs::path& file, const std::string& code) {
   }
   // The control slave's shape: the argument words from 0x10 to the end of the register file,
   // and which of them are registers (bit k: the word at 0x10 + 4k).
-  uint64_t mask = 0;
+  const uint32_t nwords = (csdkit::hls::kUpdateRegsEnd - 0x10) / 4;
+  std::vector<bool> reg(nwords, false);
   for (const auto& a : csdkit::hls::kUpdateArgs) {
     const uint32_t w = (a.offset - 0x10) / 4;
-    for (uint32_t j = 0; j < a.bytes / 4; ++j) mask |= uint64_t{1} << (w + j);
+    for (uint32_t j = 0; j < a.bytes / 4; ++j) reg[w + j] = true;
   }
+  // Hex digits, most significant first, without leading zeros.
+  std::string mask_hex;
+  for (int d = static_cast<int>((nwords + 3) / 4) - 1; d >= 0; --d) {
+    unsigned nib = 0;
+    for (unsigned b = 0; b < 4; ++b) {
+      const unsigned k = static_cast<unsigned>(d) * 4 + b;
+      if (k < nwords && reg[k]) nib |= 1u << b;
+    }
+    if (mask_hex.empty() && nib == 0) continue;
+    mask_hex += "0123456789abcdef"[nib];
+  }
+  auto hex_of_text = [](std::string t) {  // "<width>'h<digits>" -> "<digits>" (no leading 0s)
+    const size_t h = t.find("'h");
+    if (h == std::string::npos) return std::string("absent");
+    t = t.substr(h + 2);
+    t.erase(std::remove(t.begin(), t.end(), '_'), t.end());
+    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const size_t nz = t.find_first_not_of('0');
+    return nz == std::string::npos ? std::string("0") : t.substr(nz);
+  };
   auto value = [&](const char* key) {
     if (!consts.count(key)) return std::string("absent");
     char b[24];
     std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(consts[key]));
     return std::string(b);
   };
-  char mask_text[24], end_text[24], words_text[24];
-  std::snprintf(mask_text, sizeof mask_text, "0x%llx", static_cast<unsigned long long>(mask));
+  char end_text[24], words_text[24];
   std::snprintf(end_text, sizeof end_text, "0x%x", csdkit::hls::kUpdateRegsEnd);
   std::snprintf(words_text, sizeof words_text, "0x%x", (csdkit::hls::kUpdateRegsEnd - 0x10) / 4);
   exp.push_back(std::string("REGS_END=") + end_text);
   got.push_back("REGS_END=" + value("REGS_END"));
   exp.push_back(std::string("ARG_WORDS=") + words_text);
   got.push_back("ARG_WORDS=" + value("ARG_WORDS"));
-  exp.push_back(std::string("ARG_WORD_MASK=") + mask_text);
-  got.push_back("ARG_WORD_MASK=" + value("ARG_WORD_MASK"));
+  exp.push_back("ARG_WORD_MASK=0x" + mask_hex);
+  got.push_back("ARG_WORD_MASK=" + (texts.count("ARG_WORD_MASK")
+                                        ? "0x" + hex_of_text(texts["ARG_WORD_MASK"])
+                                        : std::string("absent")));
   if (exp == got) {
     Ok("RTL " + file.string() + ": " + std::to_string(csdkit::hls::kNumUpdateArgs) +
        " argument offsets, REGS_END, ARG_WORDS and ARG_WORD_MASK follow the table");
