@@ -94,12 +94,8 @@ Store DoInit(const InitOpts& o) {
     }
     c.subgroup_elems = o.subgroup;
   } else {
-    c.subgroup_elems = DefaultSubgroup(o.device_mem, c.hyper, c.grad, c.out, shard);
-    // q8: whole 4096-byte absmax regions (docs/runtime.md) where the size allows.
-    constexpr uint32_t kWholeRegions = 262144;
-    if (hls::IsQ8(c.state) && c.subgroup_elems >= kWholeRegions) {
-      c.subgroup_elems = c.subgroup_elems / kWholeRegions * kWholeRegions;
-    }
+    c.subgroup_elems = SubgroupForState(
+        DefaultSubgroup(o.device_mem, c.hyper, c.grad, c.out, shard), c.state);
   }
   return Store::Create(o.dir, c);
 }

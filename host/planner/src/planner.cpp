@@ -421,13 +421,11 @@ PlanPoint PlanIteration(const PlanModel& model, const SystemProfile& sys, PlanMo
                                 std::to_string(model.device_mem) + " bytes), found " +
                                 std::to_string(model.subgroup));
   }
-  c.subgroup_elems = model.subgroup != 0
-                         ? model.subgroup
-                         : DefaultSubgroup(model.device_mem, c.hyper, c.grad, c.out, shard);
-  // q8: whole 4096-byte absmax regions where the size allows (as `csdkit init --state`).
-  if (model.subgroup == 0 && hls::IsQ8(c.state) && c.subgroup_elems >= 262144) {
-    c.subgroup_elems = c.subgroup_elems / 262144 * 262144;
-  }
+  c.subgroup_elems =
+      model.subgroup != 0
+          ? model.subgroup
+          : SubgroupForState(DefaultSubgroup(model.device_mem, c.hyper, c.grad, c.out, shard),
+                             c.state);  // (as `csdkit init --state`)
   Store store = Store::Plan(c);
   DeviceSpec spec;
   spec.backend = Backend::kNull;

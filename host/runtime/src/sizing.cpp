@@ -47,4 +47,10 @@ uint32_t DefaultSubgroup(uint64_t device_mem, const OptimizerConfig& hyper, DTyp
                             4u << 20);
 }
 
+uint32_t SubgroupForState(uint32_t subgroup, hls::StateFmt state) {
+  constexpr uint32_t kWholeRegions = 262144;  // 1024 blocks: 4096 bytes of absmax values
+  if (hls::IsQ8(state) && subgroup >= kWholeRegions) return subgroup / kWholeRegions * kWholeRegions;
+  return subgroup;
+}
+
 }  // namespace csdkit

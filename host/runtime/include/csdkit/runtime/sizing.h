@@ -20,6 +20,10 @@ uint32_t SubgroupForMemory(uint64_t device_mem, const OptimizerConfig& hyper, DT
 /// loads and compute overlap.
 uint32_t DefaultSubgroup(uint64_t device_mem, const OptimizerConfig& hyper, DType grad,
                          DType out, uint64_t shard_elems);
+/// A subgroup size for a store in format `state`: `subgroup` itself, rounded down to a multiple
+/// of 262144 elements for the q8 formats when it is at least that (each subgroup's absmax
+/// values then fill whole 4096-byte regions: docs/runtime.md).
+uint32_t SubgroupForState(uint32_t subgroup, hls::StateFmt state);
 
 }  // namespace csdkit
 
