@@ -16,6 +16,8 @@
 #include "csdkit/csdkit.h"
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
+#include "csdkit/hls/fp32.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/splitmix.h"
 #include "csdkit/runtime/gradients.h"
 #include "csdkit/platform/sparse_codec.h"
@@ -644,6 +646,171 @@ TEST(CApi, StateExportImportMovesACheckpoint) {
   for (unsigned v = 0; v < 3; ++v) {
     EXPECT_TRUE(ReadVar(sa, v) == ReadVar(sb, v)) << "variable " << v << " after step 3";
   }
+}
+
+// A q8 store through the C API: created with config.state, described by csdkit_store_info_get;
+// its moments as stored (csdkit_state_export_q8) dequantize to what csdkit_state_export gives;
+// imported as stored into another store (csdkit_state_import_q8) they give the same checksums
+// and the same codes, and both stores then take the same step to the same bytes. Refusals name
+// the argument and commit nothing.
+TEST(CApi, Q8StoreMovesItsCodesBitForBit) {
+  const Model m;
+  const csdkit_device_spec d = Devices(2);
+  csdkit_store_config c = Config();
+  EXPECT_EQ(c.state, CSDKIT_STATE_FP32);
+  EXPECT_EQ(c.seed, 1u);
+  const std::vector<csdkit_hyper> h = Hyper();
+  const auto I = CSDKIT_INVALID_ARGUMENT;
+  csdkit_store *a = nullptr, *b = nullptr, *f = nullptr;
+  c.state = static_cast<csdkit_state_format>(3);
+  EXPECT_FAILS(csdkit_store_create(TestDir("q8_bad").c_str(), &d, &c, &m.layout, h.data(), 2,
+                                   Halves(m.packed(), 1, 0.5).data(), CSDKIT_FP16, &a),
+               I, "config->state", static_cast<csdkit_store*>(nullptr));
+  c.state = CSDKIT_STATE_Q8_BF16;
+  c.out = CSDKIT_BF16;
+  c.grad = CSDKIT_BF16;
+  c.seed = 987654321;
+  ASSERT_EQ(csdkit_store_create(TestDir("q8_a").c_str(), &d, &c, &m.layout, h.data(), 2,
+                                Halves(m.packed(), 21, 0.5).data(), CSDKIT_FP16, &a), CSDKIT_OK)
+      << csdkit_last_error();
+  ASSERT_EQ(csdkit_store_create(TestDir("q8_b").c_str(), &d, &c, &m.layout, h.data(), 2,
+                                Halves(m.packed(), 22, 0.5).data(), CSDKIT_FP16, &b), CSDKIT_OK)
+      << csdkit_last_error();
+  csdkit_store_info info;
+  ASSERT_EQ(csdkit_store_info_get(a, &info), CSDKIT_OK);
+  EXPECT_EQ(info.state, CSDKIT_STATE_Q8_BF16);
+  // bf16 gradients (the Halves bits read as bf16: any finite pattern will do).
+  std::vector<std::vector<uint16_t>> g;
+  for (int t = 0; t < 3; ++t) {
+    g.push_back(Halves(m.packed(), 40 + t, 4.0));
+    for (uint16_t& x : g.back()) x = hls::F32ToBf16(hls::F16ToF32(x));
+  }
+  for (int t = 0; t < 2; ++t) {
+    const auto gp = Split<const uint16_t, const void*>(g[t].data(), m);
+    ASSERT_EQ(csdkit_step(a, gp.data(), 3, nullptr, nullptr, nullptr), CSDKIT_OK)
+        << csdkit_last_error();
+  }
+  // The moments as stored, and dequantized.
+  std::vector<std::vector<std::vector<uint8_t>>> codes(3);
+  std::vector<std::vector<std::vector<float>>> amax(3);
+  std::vector<std::vector<float>> deq(3, std::vector<float>(m.packed()));
+  for (int v = 1; v <= 2; ++v) {
+    std::vector<uint8_t*> cp;
+    std::vector<float*> ap;
+    for (uint64_t n : m.numels) {
+      const uint64_t nb = (n + 255) / 256;
+      codes[v].emplace_back(nb * 256, 0xee);
+      amax[v].emplace_back(nb, -1.0f);
+      cp.push_back(codes[v].back().data());
+      ap.push_back(amax[v].back().data());
+    }
+    const auto var = static_cast<csdkit_state_var>(v);
+    ASSERT_EQ(csdkit_state_export_q8(a, var, cp.data(), ap.data(), 3), CSDKIT_OK)
+        << csdkit_last_error();
+    auto dp = Split<float, float*>(deq[v].data(), m);
+    ASSERT_EQ(csdkit_state_export(a, var, dp.data(), 3), CSDKIT_OK) << csdkit_last_error();
+    const hls::Fp32 ieee(false);
+    uint64_t nonzero = 0;
+    for (size_t t = 0; t < 3; ++t) {
+      for (uint64_t i = 0; i < m.numels[t]; ++i) {
+        const float x = hls::DequantQ8(codes[v][t][i], amax[v][t][i / 256], v == 1, ieee);
+        ASSERT_EQ(hls::F2U(x), hls::F2U(dp[t][i])) << "var " << v << " tensor " << t << " element " << i;
+        nonzero += x != 0.0f;
+      }
+      // The padding after a tensor's last element dequantizes to 0.
+      for (uint64_t i = m.numels[t]; i < codes[v][t].size(); ++i) {
+        ASSERT_EQ(hls::DequantQ8(codes[v][t][i], amax[v][t][i / 256], v == 1, ieee), 0.0f)
+            << "var " << v << " tensor " << t << " padding element " << i;
+      }
+    }
+    EXPECT_GT(nonzero, m.packed() / 2) << "var " << v;
+  }
+  std::vector<float> theta(m.packed());
+  auto tp = Split<float, float*>(theta.data(), m);
+  ASSERT_EQ(csdkit_state_export(a, CSDKIT_STATE_THETA, tp.data(), 3), CSDKIT_OK);
+  std::vector<const void*> th(tp.begin(), tp.end());
+  std::vector<const uint8_t*> mc, vc;
+  std::vector<const float*> ma, va;
+  for (size_t t = 0; t < 3; ++t) {
+    mc.push_back(codes[1][t].data());
+    ma.push_back(amax[1][t].data());
+    vc.push_back(codes[2][t].data());
+    va.push_back(amax[2][t].data());
+  }
+  // Refusals, nothing committed.
+  EXPECT_FAILS(csdkit_state_import_q8(b, 2, th.data(), CSDKIT_FP32, mc.data(), nullptr, vc.data(),
+                                      va.data(), 3), I, "m_codes / m_absmax", b);
+  amax[2][2][7] = -0.5f;
+  EXPECT_FAILS(csdkit_state_import_q8(b, 2, th.data(), CSDKIT_FP32, mc.data(), ma.data(),
+                                      vc.data(), va.data(), 3), I,
+               "v_absmax of tensor 'head.weight': expected +0 or a normal finite positive value, "
+               "found block 7", b);
+  amax[2][2][7] = hls::U2F(0x00400000u);  // subnormal
+  EXPECT_FAILS(csdkit_state_import_q8(b, 2, th.data(), CSDKIT_FP32, mc.data(), ma.data(),
+                                      vc.data(), va.data(), 3), I, "block 7", b);
+  std::vector<float> absmax7(1);
+  std::vector<float*> ap7 = {absmax7.data(), absmax7.data(), absmax7.data()};
+  std::vector<uint8_t> c7(1);
+  std::vector<uint8_t*> cp7 = {c7.data(), c7.data(), c7.data()};
+  EXPECT_FAILS(csdkit_state_export_q8(a, CSDKIT_STATE_THETA, cp7.data(), ap7.data(), 3), I,
+               "expected a moment", a);
+  int64_t step = -1;
+  ASSERT_EQ(csdkit_store_step(b, &step), CSDKIT_OK);
+  EXPECT_EQ(step, 0);
+  {  // v's absmax values as exported again (the refusals above changed one)
+    std::vector<uint8_t*> cp;
+    std::vector<float*> ap;
+    for (size_t t = 0; t < 3; ++t) {
+      cp.push_back(codes[2][t].data());
+      ap.push_back(amax[2][t].data());
+    }
+    ASSERT_EQ(csdkit_state_export_q8(a, CSDKIT_STATE_V, cp.data(), ap.data(), 3), CSDKIT_OK);
+  }
+  ASSERT_EQ(csdkit_state_import_q8(b, 2, th.data(), CSDKIT_FP32, mc.data(), ma.data(), vc.data(),
+                                   va.data(), 3), CSDKIT_OK) << csdkit_last_error();
+  // An fp32 store takes no codes.
+  csdkit_store_config cf = Config();
+  ASSERT_EQ(csdkit_store_create(TestDir("q8_f").c_str(), &d, &cf, &m.layout, h.data(), 2,
+                                Halves(m.packed(), 23, 0.5).data(), CSDKIT_FP16, &f), CSDKIT_OK);
+  EXPECT_FAILS(csdkit_state_import_q8(f, 2, th.data(), CSDKIT_FP32, mc.data(), ma.data(),
+                                      vc.data(), va.data(), 3), I, "expected a q8 or q8-bf16", f);
+  {
+    std::vector<uint8_t*> cp = {codes[1][0].data(), codes[1][1].data(), codes[1][2].data()};
+    std::vector<float*> ap = {amax[1][0].data(), amax[1][1].data(), amax[1][2].data()};
+    EXPECT_FAILS(csdkit_state_export_q8(f, CSDKIT_STATE_M, cp.data(), ap.data(), 3), I,
+                 "keeps its state as fp32", f);
+  }
+  ASSERT_EQ(csdkit_store_close(f), CSDKIT_OK);
+  // b holds a's state: the same checksums, the same codes out; then the same step.
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(csdkit_store_close(a), CSDKIT_OK);
+    ASSERT_EQ(csdkit_store_close(b), CSDKIT_OK);
+    {
+      const Store sa = Store::Open(std::string(CSDKIT_TEST_DIR) + "/q8_a", m.Cxx(), StoreAccess::kRead);
+      const Store sb = Store::Open(std::string(CSDKIT_TEST_DIR) + "/q8_b", m.Cxx(), StoreAccess::kRead);
+      ASSERT_EQ(sa.step(), sb.step());
+      for (const Shard& sh : sa.shards()) {
+        for (unsigned v = 0; v < sa.vars().size(); ++v) {
+          for (uint32_t k = 0; k < sa.SubgroupCount(sh.device); ++k) {
+            EXPECT_EQ(sa.checksum(sh.device, v, k), sb.checksum(sh.device, v, k))
+                << "round " << round << " device " << sh.device << " var " << v << " subgroup "
+                << k;
+          }
+        }
+      }
+    }
+    ASSERT_EQ(csdkit_store_open((std::string(CSDKIT_TEST_DIR) + "/q8_a").c_str(), &d, &m.layout,
+                                &a), CSDKIT_OK) << csdkit_last_error();
+    ASSERT_EQ(csdkit_store_open((std::string(CSDKIT_TEST_DIR) + "/q8_b").c_str(), &d, &m.layout,
+                                &b), CSDKIT_OK) << csdkit_last_error();
+    if (round == 0) {
+      const auto gp = Split<const uint16_t, const void*>(g[2].data(), m);
+      ASSERT_EQ(csdkit_step(a, gp.data(), 3, nullptr, nullptr, nullptr), CSDKIT_OK);
+      ASSERT_EQ(csdkit_step(b, gp.data(), 3, nullptr, nullptr, nullptr), CSDKIT_OK);
+    }
+  }
+  ASSERT_EQ(csdkit_store_close(a), CSDKIT_OK);
+  ASSERT_EQ(csdkit_store_close(b), CSDKIT_OK);
 }
 
 // Top-K through the C API: the subgroups listed in order, the trainer's streams (the reference

@@ -18,10 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/platform/sparse_codec.h"
 #include "csdkit/runtime/layout.h"
 #include "csdkit/runtime/reshard.h"
+#include "csdkit/runtime/state_io.h"
 #include "csdkit/runtime/store.h"
 #include "session.h"
 #include "tensor_arg.h"
@@ -622,9 +624,38 @@ class PySession {
     s_->Export(var, p);
   }
 
+  void ExportStateQ8(const std::string& var, const py::list& codes, const py::list& absmax) {
+    const Store& st = s_->store();
+    const ParamLayout& l = *st.layout();
+    const size_t nt = l.tensors().size();
+    if (codes.size() != nt || absmax.size() != nt) {
+      throw std::invalid_argument("codes, absmax: expected one entry per layout entry (" +
+                                  std::to_string(nt) + "), found " +
+                                  std::to_string(codes.size()) + " and " +
+                                  std::to_string(absmax.size()));
+    }
+    std::vector<uint8_t*> c(nt, nullptr);
+    std::vector<float*> a(nt, nullptr);
+    for (size_t t = 0; t < nt; ++t) {
+      const uint64_t nb = Q8TensorBlocks(l.tensors()[t].numel);
+      const std::string name = std::to_string(t) + "] (" + TensorName(st, t) + ")";
+      if (!codes[t].is_none()) {
+        c[t] = ReadBytes(codes[t], "codes[" + name, nb * hls::kQ8Block, true);
+      }
+      if (!absmax[t].is_none()) {
+        a[t] = static_cast<float*>(
+            ReadTensor(absmax[t], "absmax[" + name, DType::kFp32, nb, true).data);
+      }
+    }
+    py::gil_scoped_release nogil;
+    s_->ExportQ8(var, c, a);
+  }
+
   void ImportState(int64_t step, const py::list& theta, std::optional<py::list> m,
                    std::optional<py::list> v, std::optional<std::vector<py::dict>> group_hyper,
-                   std::optional<std::vector<int64_t>> tensor_steps) {
+                   std::optional<std::vector<int64_t>> tensor_steps,
+                   std::optional<py::list> m_codes, std::optional<py::list> m_absmax,
+                   std::optional<py::list> v_codes, std::optional<py::list> v_absmax) {
     const Store& st = s_->store();
     const ParamLayout& l = *st.layout();
     const size_t nt = l.tensors().size();
@@ -670,6 +701,33 @@ class PySession {
     };
     floats(m, "m", &in.m);
     floats(v, "v", &in.v);
+    // A moment as stored (q8 stores): per entry its blocks' codes and absmax values, or None.
+    auto stored = [&](const std::optional<py::list>& c, const std::optional<py::list>& a,
+                      const char* var, std::vector<const uint8_t*>* cs,
+                      std::vector<const float*>* as) {
+      if (!c && !a) return;
+      const std::string cn = std::string(var) + "_codes", an = std::string(var) + "_absmax";
+      if (!c || !a) {
+        throw std::invalid_argument(cn + ", " + an + ": expected both or neither, found only " +
+                                    (c ? cn : an));
+      }
+      count(*c, cn.c_str());
+      count(*a, an.c_str());
+      for (size_t t = 0; t < nt; ++t) {
+        const uint64_t nb = Q8TensorBlocks(l.tensors()[t].numel);
+        const std::string name = std::to_string(t) + "] (" + TensorName(st, t) + ")";
+        cs->push_back((*c)[t].is_none()
+                          ? nullptr
+                          : ReadBytes((*c)[t], cn + "[" + name, nb * hls::kQ8Block, false));
+        as->push_back((*a)[t].is_none()
+                          ? nullptr
+                          : static_cast<const float*>(
+                                ReadTensor((*a)[t], an + "[" + name, DType::kFp32, nb, false)
+                                    .data));
+      }
+    };
+    stored(m_codes, m_absmax, "m", &in.m_codes, &in.m_absmax);
+    stored(v_codes, v_absmax, "v", &in.v_codes, &in.v_absmax);
     if (group_hyper) in.group_hyper = GroupHyperFromPy(st, *group_hyper);
     if (tensor_steps) {
       if (tensor_steps->size() != nt) {
@@ -682,6 +740,8 @@ class PySession {
     py::gil_scoped_release nogil;
     s_->Import(in);
   }
+
+  std::string state() const { return StateFmtName(s_->store().state()); }
 
   py::list vars() const {
     py::list l;
@@ -912,9 +972,18 @@ either way. Any other call but queue_fill, fill, wait_fills and step_arena aband
            R"(Reads state variable `var` ('theta', 'm' or 'v'; see `vars`) of the committed step
 into `dst`: one writable float32 tensor per layout entry (None: skipped). Every subgroup's CRC is
 checked as it is read (StoreError naming the file and subgroup on a mismatch).)")
+      .def("export_state_q8", &PySession::ExportStateQ8, py::arg("var"), py::arg("codes"),
+           py::arg("absmax"),
+           R"(Reads moment `var` ('m' or 'v') of a q8 / q8-bf16 store's committed step as stored:
+per layout entry, codes: a writable uint8 tensor of 256 * ceil(numel / 256) elements (the
+entry's blocks: its elements, then the padding to its next block), absmax: a writable float32
+tensor of ceil(numel / 256) (None: skipped). CRC-checked as export_state, which gives the same
+moment dequantized. ValueError for an fp32 store.)")
       .def("import_state", &PySession::ImportState, py::arg("step"), py::arg("theta"),
            py::kw_only(), py::arg("m") = py::none(), py::arg("v") = py::none(),
            py::arg("group_hyper") = py::none(), py::arg("tensor_steps") = py::none(),
+           py::arg("m_codes") = py::none(), py::arg("m_absmax") = py::none(),
+           py::arg("v_codes") = py::none(), py::arg("v_absmax") = py::none(),
            R"(Replaces the whole state and commits it as step `step` (>= 0), atomically.
 
 theta: one tensor per layout entry (float32/float16/bfloat16, all of one dtype; widened
@@ -923,8 +992,13 @@ m, v: None, or one float32 tensor per layout entry (None entries: the initial va
   Adagrad's initial accumulator value); only variables the optimizer keeps (`vars`).
 group_hyper: the hyper-parameters recorded with the step, per group (on top of the current).
 tensor_steps: None (every layout entry at `step`), or each entry's step count, in [0, step].
+m_codes, m_absmax, v_codes, v_absmax (q8 / q8-bf16 stores): a moment as stored, as
+  export_state_q8 gives it (both lists or neither; None entries: from m / v as above), written
+  as given; where m / v is given too it must be these codes dequantized, bit for bit.
 Values are checked before anything is written: non-finite values (or a negative v) raise
 ValueError naming tensor and element.)")
+      .def_property_readonly("state", &PySession::state,
+                             "how the store keeps its state: 'fp32', 'q8' or 'q8-bf16'")
       .def_property_readonly("vars", &PySession::vars,
                              "the state variables the store keeps: 'theta', then 'm' and/or 'v'")
       .def_property_readonly("step_count", &PySession::step, "the committed step")

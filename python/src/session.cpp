@@ -599,6 +599,12 @@ void Session::Export(const std::string& var, const std::vector<float*>& dst) {
   ExportState(*store_, var, dst);
 }
 
+void Session::ExportQ8(const std::string& var, const std::vector<uint8_t*>& codes,
+                       const std::vector<float*>& absmax) {
+  Abandon("the state was read");
+  ExportStateQ8(*store_, var, codes, absmax);
+}
+
 void Session::Import(const StateImport& in) {
   Abandon("the state was replaced");
   ImportState(*store_, in);

@@ -152,6 +152,9 @@ class Session {
                         const std::vector<void*>* weights_out);
   /// Reads state variable `var` of the committed step into per-tensor fp32 arrays (ExportState).
   void Export(const std::string& var, const std::vector<float*>& dst);
+  /// Reads a q8 moment of the committed step as stored (ExportStateQ8).
+  void ExportQ8(const std::string& var, const std::vector<uint8_t*>& codes,
+                const std::vector<float*>& absmax);
   /// Replaces the state and commits it at in.step (ImportState); the last step's weights are
   /// forgotten.
   void Import(const StateImport& in);

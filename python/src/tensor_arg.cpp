@@ -37,9 +37,19 @@ std::string DTypeUserName(DType t) {
   return "?";
 }
 
-TensorArg ReadTensor(py::handle obj, const std::string& what, std::optional<DType> dtype,
-                     std::optional<uint64_t> numel, bool writable) {
-  TensorArg t;
+namespace {
+
+// A tensor's address, element count and dtype name ("float32", "float16", "bfloat16", "uint8",
+// or torch's / numpy's own name of anything else), after the checks every handed-over tensor
+// needs: a torch.Tensor or numpy.ndarray, dense, on the CPU, contiguous, writable if asked.
+struct Inspected {
+  void* data = nullptr;
+  uint64_t numel = 0;
+  std::string dtype;
+};
+
+Inspected Inspect(py::handle obj, const std::string& what, bool writable) {
+  Inspected t;
   if (obj.is_none()) Refuse(what, "a tensor", "None");
   if (IsTorchTensor(obj)) {
     const std::string layout = Str(obj.attr("layout"));
@@ -53,18 +63,7 @@ TensorArg ReadTensor(py::handle obj, const std::string& what, std::optional<DTyp
              "a tensor on " + Str(obj.attr("device")));
     }
     const std::string dt = Str(obj.attr("dtype"));
-    if (dt == "torch.float32") {
-      t.dtype = DType::kFp32;
-    } else if (dt == "torch.float16") {
-      t.dtype = DType::kFp16;
-    } else if (dt == "torch.bfloat16") {
-      t.dtype = DType::kBf16;
-    } else {
-      Refuse(what,
-             dtype ? "dtype torch." + DTypeUserName(*dtype)
-                   : std::string("dtype torch.float32, torch.float16 or torch.bfloat16"),
-             "dtype " + dt);
-    }
+    t.dtype = dt.rfind("torch.", 0) == 0 ? dt.substr(6) : dt;
     if (!obj.attr("is_contiguous")().cast<bool>()) {
       Refuse(what, "a contiguous tensor", "strides " + Str(obj.attr("stride")()),
              "call .contiguous() first");
@@ -74,16 +73,10 @@ TensorArg ReadTensor(py::handle obj, const std::string& what, std::optional<DTyp
   } else if (py::isinstance<py::array>(obj)) {
     py::array a = py::reinterpret_borrow<py::array>(obj);
     const py::dtype adt = a.dtype();
-    if (adt.is(py::dtype::of<float>())) {
-      t.dtype = DType::kFp32;
-    } else if (adt.kind() == 'f' && adt.itemsize() == 2) {
-      t.dtype = DType::kFp16;
-    } else {
-      Refuse(what,
-             dtype ? "dtype " + DTypeUserName(*dtype)
-                   : std::string("dtype float32 or float16 (numpy has no bfloat16)"),
-             "dtype " + Str(adt));
-    }
+    t.dtype = adt.is(py::dtype::of<float>())      ? "float32"
+              : adt.kind() == 'f' && adt.itemsize() == 2 ? "float16"
+              : adt.is(py::dtype::of<uint8_t>())  ? "uint8"
+                                                  : Str(adt);
     if (!(a.flags() & py::array::c_style)) {
       Refuse(what, "a C-contiguous array", "strides " + Str(obj.attr("strides")),
              "use numpy.ascontiguousarray first");
@@ -95,14 +88,54 @@ TensorArg ReadTensor(py::handle obj, const std::string& what, std::optional<DTyp
     Refuse(what, "a torch.Tensor or numpy.ndarray",
            "an object of type " + Str(py::type::handle_of(obj).attr("__name__")));
   }
-  if (dtype && t.dtype != *dtype) {
-    Refuse(what, "dtype " + DTypeUserName(*dtype), "dtype " + DTypeUserName(t.dtype));
-  }
+  return t;
+}
+
+void CheckSize(const std::string& what, const Inspected& t, std::optional<uint64_t> numel) {
   if (numel && t.numel != *numel) {
     Refuse(what, std::to_string(*numel) + " elements", std::to_string(t.numel));
   }
   if (t.data == nullptr && t.numel > 0) Refuse(what, "a tensor with storage", "a null address");
+}
+
+}  // namespace
+
+TensorArg ReadTensor(py::handle obj, const std::string& what, std::optional<DType> dtype,
+                     std::optional<uint64_t> numel, bool writable) {
+  const Inspected i = Inspect(obj, what, writable);
+  TensorArg t;
+  if (i.dtype == "float32") {
+    t.dtype = DType::kFp32;
+  } else if (i.dtype == "float16") {
+    t.dtype = DType::kFp16;
+  } else if (i.dtype == "bfloat16") {
+    t.dtype = DType::kBf16;
+  } else {
+    const bool np = py::isinstance<py::array>(obj);
+    const std::string pre = np ? "" : "torch.";
+    Refuse(what,
+           dtype ? "dtype " + pre + DTypeUserName(*dtype)
+                 : np ? std::string("dtype float32 or float16 (numpy has no bfloat16)")
+                      : std::string("dtype torch.float32, torch.float16 or torch.bfloat16"),
+           "dtype " + pre + i.dtype);
+  }
+  if (dtype && t.dtype != *dtype) {
+    Refuse(what, "dtype " + DTypeUserName(*dtype), "dtype " + DTypeUserName(t.dtype));
+  }
+  CheckSize(what, i, numel);
+  t.data = i.data;
+  t.numel = i.numel;
   return t;
+}
+
+uint8_t* ReadBytes(py::handle obj, const std::string& what, uint64_t numel, bool writable) {
+  const Inspected i = Inspect(obj, what, writable);
+  if (i.dtype != "uint8") {
+    const std::string pre = py::isinstance<py::array>(obj) ? "" : "torch.";
+    Refuse(what, "dtype " + pre + "uint8", "dtype " + pre + i.dtype);
+  }
+  CheckSize(what, i, numel);
+  return static_cast<uint8_t*>(i.data);
 }
 
 }  // namespace csdkit::py_binding

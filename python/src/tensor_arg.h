@@ -31,6 +31,9 @@ struct TensorArg {
 TensorArg ReadTensor(py::handle obj, const std::string& what, std::optional<DType> dtype,
                      std::optional<uint64_t> numel, bool writable);
 
+/// As ReadTensor for a uint8 tensor or array of exactly `numel` elements (a q8 moment's codes).
+uint8_t* ReadBytes(py::handle obj, const std::string& what, uint64_t numel, bool writable);
+
 /// "fp32" -> "float32"-style names as the user wrote them (torch.float32, float16, ...).
 std::string DTypeUserName(DType t);
 

@@ -5,19 +5,28 @@
     q8-bf16 run's at least 80% (bf16 weights of a small model lose more); AdamW and Lion in the
     quick suite, SGD with momentum and Adagrad nightly (measured: 100.0-100.3% for all eight);
   * the store really is compressed: 8-bit codes and absmax files, bf16 weights in q8-bf16;
-  * state_dict() gives torch's keys, dequantized (binary32, the parameter's shape), and a fresh
-    optimizer loaded with it continues exactly as the original (the store's files byte for
-    byte: quantize(dequantize(codes)) gives the codes back);
+  * state_dict() gives torch's keys, dequantized (binary32, the parameter's shape), and the
+    moments as stored ('exp_avg_q8', 'exp_avg_absmax', ...: equal to the numpy reference's
+    dequantization bit for bit); a fresh optimizer loaded with it continues exactly as the
+    original (the store's files byte for byte); a buffer changed without its codes is refused;
+    without codes a buffer is quantized; an fp32 store reads the buffers only;
   * a store is opened only in the format it was created with; the partitioned optimizer
     refuses the formats (its rank slices are not cut on blocks).
 """
 
+import os
+import sys
+
+import numpy as np
 import pytest
 import torch
 
 import csdkit.torch as ct
 from conftest import DEVICES, loss_of, make_data, make_model
 from test_torch_state import store_bytes, train
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+import state_formats as sf  # noqa: E402  (the formats in numpy, written from the docs)
 
 STEPS = 40
 BOUND = {"q8": 0.90, "q8-bf16": 0.80}  # share of the fp32 run's loss decrease, at least
@@ -74,6 +83,18 @@ def test_state_dict_is_dequantized_and_loads_bit_for_bit(tmp_path, state):
     assert st["exp_avg"].dtype == torch.float32 and st["exp_avg"].shape == p0.shape
     assert st["exp_avg_sq"].dtype == torch.float32 and st["exp_avg_sq"].shape == p0.shape
     assert float(st["exp_avg_sq"].min()) >= 0
+    # The moments as stored too: every parameter's codes (its whole blocks) and absmax values,
+    # which dequantize (in numpy, from the docs) to the binary32 buffers bit for bit.
+    for i, p in enumerate(model.parameters()):
+        nb = -(-p.numel() // 256)
+        for key, signed in (("exp_avg", True), ("exp_avg_sq", False)):
+            codes, amax = sd["state"][i][key + "_q8"], sd["state"][i][key + "_absmax"]
+            assert codes.dtype == torch.uint8 and codes.shape == (256 * nb,)
+            assert amax.dtype == torch.float32 and amax.shape == (nb,)
+            deq = sf.dequantize(codes.numpy(), amax.numpy(), signed)
+            assert np.array_equal(sf.bits(deq[:p.numel()]),
+                                  sf.bits(sd["state"][i][key].reshape(-1).numpy())), (i, key)
+            assert not deq[p.numel():].any()  # the padding after the parameter reads as 0
     # A second model and optimizer on a new store, loaded from the state dict: the same files
     # as the original's, and the next steps equal.
     twin = make_model()
@@ -93,8 +114,31 @@ def test_state_dict_is_dequantized_and_loads_bit_for_bit(tmp_path, state):
     train(twin, o2, 3, x, y)
     for p, q in zip(model.parameters(), twin.parameters()):
         assert torch.equal(p, q)
+    # Loading takes the stored moments as they are and checks them against the dequantized
+    # buffers: a buffer changed without its codes is refused, naming parameter and element;
+    # without the codes the buffer is quantized; an fp32 store reads the buffers only.
+    sd = o.state_dict()
+    bad = {"state": {k: dict(v) for k, v in sd["state"].items()},
+           "param_groups": sd["param_groups"]}
+    bad["state"][0]["exp_avg"] = bad["state"][0]["exp_avg"].clone()
+    bad["state"][0]["exp_avg"].view(-1)[3] += 1.0
+    with pytest.raises(ValueError, match=r"m of tensor '.*': expected the values to be the codes "
+                                         r"dequantized, found element 3"):
+        o2.load_state_dict(bad)
+    del bad["state"][0]["exp_avg_q8"]
+    with pytest.raises(ValueError, match=r"expected both 'exp_avg_q8' and 'exp_avg_absmax'"):
+        o2.load_state_dict(bad)
+    del bad["state"][0]["exp_avg_absmax"]
+    o2.load_state_dict(bad)  # quantized from the changed buffer
+    assert not torch.equal(o2.state_dict()["state"][0]["exp_avg_q8"],
+                           sd["state"][0]["exp_avg_q8"])
+    o3 = ct.AdamW(make_model().parameters(), lr=3e-3, store=tmp_path / "fp32", devices=DEVICES)
+    o3.load_state_dict(sd)
+    assert torch.equal(o3.state_dict()["state"][0]["exp_avg"], sd["state"][0]["exp_avg"])
+    assert "exp_avg_q8" not in o3.state_dict()["state"][0]
     o.close()
     o2.close()
+    o3.close()
 
 
 def test_a_store_keeps_its_format(tmp_path):

@@ -35,6 +35,9 @@ static_assert(CSDKIT_ADAMW == static_cast<int>(csdkit::Optimizer::kAdamW) &&
               CSDKIT_SGD == static_cast<int>(csdkit::Optimizer::kSgd) &&
               CSDKIT_ADAGRAD == static_cast<int>(csdkit::Optimizer::kAdagrad) &&
               CSDKIT_LION == static_cast<int>(csdkit::Optimizer::kLion));
+static_assert(CSDKIT_STATE_FP32 == static_cast<int>(csdkit::hls::StateFmt::kFp32) &&
+              CSDKIT_STATE_Q8 == static_cast<int>(csdkit::hls::StateFmt::kQ8) &&
+              CSDKIT_STATE_Q8_BF16 == static_cast<int>(csdkit::hls::StateFmt::kQ8Bf16));
 static_assert(CSDKIT_NUM_LINKS == csdkit::kNumLinks &&
               CSDKIT_LINK_SSD_TO_FPGA == static_cast<int>(csdkit::Link::kSsdToFpga) &&
               CSDKIT_LINK_FPGA_TO_SSD == static_cast<int>(csdkit::Link::kFpgaToSsd) &&
@@ -421,6 +424,8 @@ csdkit_status csdkit_store_config_init(csdkit_store_config* config) {
     config->ftz = c.ftz ? 1 : 0;
     config->loss_scale = c.loss_scale;
     config->subgroup_elems = 0;
+    config->state = static_cast<csdkit_state_format>(c.state);
+    config->seed = c.seed;
   });
 }
 
@@ -467,6 +472,13 @@ csdkit_status csdkit_store_create(const char* dir, const csdkit_device_spec* dev
     c.out = ToDType(config->out, "config->out");
     c.ftz = config->ftz != 0;
     c.loss_scale = config->loss_scale;
+    if (config->state != CSDKIT_STATE_FP32 && config->state != CSDKIT_STATE_Q8 &&
+        config->state != CSDKIT_STATE_Q8_BF16) {
+      Invalid("config->state: expected CSDKIT_STATE_FP32, CSDKIT_STATE_Q8 or "
+              "CSDKIT_STATE_Q8_BF16, found " + std::to_string(static_cast<int>(config->state)));
+    }
+    c.state = static_cast<csdkit::hls::StateFmt>(config->state);
+    c.seed = config->seed;
     const DType wd = ToDType(weight_dtype, "weight_dtype");
     if (!(c.loss_scale > 0.0) || !std::isfinite(c.loss_scale)) {
       Invalid("config->loss_scale: expected a finite value > 0, found " +
@@ -479,7 +491,7 @@ csdkit_status csdkit_store_create(const char* dir, const csdkit_device_spec* dev
     const uint32_t fit =
         csdkit::SubgroupForMemory(h->devices->device(0).capacity(), c.hyper, c.grad, c.out, shard);
     if (config->subgroup_elems == 0) {
-      c.subgroup_elems = std::min<uint32_t>(fit, 4u << 20);
+      c.subgroup_elems = csdkit::SubgroupForState(std::min<uint32_t>(fit, 4u << 20), c.state);
     } else if (config->subgroup_elems > fit) {
       Invalid("config->subgroup_elems: expected at most " + std::to_string(fit) +
               " elements (two workers' buffers in device memory), found " +
@@ -668,6 +680,60 @@ csdkit_status csdkit_state_import(csdkit_store* store, int64_t step, const void*
   });
 }
 
+csdkit_status csdkit_state_export_q8(csdkit_store* store, csdkit_state_var var,
+                                     uint8_t* const* codes, float* const* absmax,
+                                     size_t n_tensors) {
+  return Guard(store, [&] {
+    CheckStore(store);
+    const csdkit::Store& s = *store->store;
+    CheckTensorPointers(*s.layout(), codes, n_tensors, "codes");
+    CheckTensorPointers(*s.layout(), absmax, n_tensors, "absmax");
+    csdkit::ExportStateQ8(s, StateVarName(var), std::vector<uint8_t*>(codes, codes + n_tensors),
+                          std::vector<float*>(absmax, absmax + n_tensors));
+  });
+}
+
+csdkit_status csdkit_state_import_q8(csdkit_store* store, int64_t step, const void* const* theta,
+                                     csdkit_dtype theta_dtype, const uint8_t* const* m_codes,
+                                     const float* const* m_absmax,
+                                     const uint8_t* const* v_codes,
+                                     const float* const* v_absmax, size_t n_tensors) {
+  return Guard(store, [&] {
+    CheckStore(store);
+    csdkit::Store& s = *store->store;
+    const csdkit::ParamLayout& l = *s.layout();
+    NotNull(theta, "theta");
+    if (n_tensors != l.tensors().size()) {
+      Invalid("n_tensors: expected the layout's " + std::to_string(l.tensors().size()) +
+              " tensors, found " + std::to_string(n_tensors));
+    }
+    if (!csdkit::hls::IsQ8(s.state())) {
+      Invalid("store: expected a q8 or q8-bf16 store for codes, found one that keeps " +
+              std::string(csdkit::StateFmtName(s.state())) + " state (use csdkit_state_import)");
+    }
+    if ((m_codes == nullptr) != (m_absmax == nullptr) ||
+        (v_codes == nullptr) != (v_absmax == nullptr)) {
+      Invalid(std::string((m_codes == nullptr) != (m_absmax == nullptr) ? "m_codes / m_absmax"
+                                                                        : "v_codes / v_absmax") +
+              ": expected both or neither, found one of them NULL");
+    }
+    csdkit::StateImport in;
+    in.step = step;
+    in.theta_dtype = ToDType(theta_dtype, "theta_dtype");
+    in.theta.assign(theta, theta + n_tensors);
+    if (m_codes) {
+      in.m_codes.assign(m_codes, m_codes + n_tensors);
+      in.m_absmax.assign(m_absmax, m_absmax + n_tensors);
+    }
+    if (v_codes) {
+      in.v_codes.assign(v_codes, v_codes + n_tensors);
+      in.v_absmax.assign(v_absmax, v_absmax + n_tensors);
+    }
+    csdkit::ImportState(s, in);
+    store->scheduler->InvalidateWeightsOut();
+  });
+}
+
 csdkit_status csdkit_store_step(csdkit_store* store, int64_t* step) {
   return Guard(store, [&] {
     CheckStore(store);
@@ -702,6 +768,7 @@ csdkit_status csdkit_store_info_get(csdkit_store* store, csdkit_store_info* info
     info->grad = static_cast<csdkit_dtype>(s.config().grad);
     info->out = static_cast<csdkit_dtype>(s.config().out);
     info->step = s.step();
+    info->state = static_cast<csdkit_state_format>(s.state());
   });
 }
 

@@ -52,16 +52,14 @@ void ForEachOverlap(const ParamLayout& l, uint64_t base, uint64_t n, Fn&& fn) {
   }
 }
 
-// Reads one subgroup of variable v of the committed slot, checks its CRC and gives its values
-// as binary32 in buf (n of them): as stored in an fp32 store; in a q8 store theta widened from
-// bf16 (q8-bf16) and a moment dequantized from its codes and absmax values under the store's
-// policy (docs/state-formats.md).
-void ReadChecked(const Store& s, aio::Engine& engine, unsigned d, unsigned v, const Subgroup& g,
-                 AlignedBuffer& buf) {
+// Reads one subgroup's arrays of variable v from the committed slot into raw (one buffer per
+// array, in ArraysOf order, as stored) and checks the variable's CRC against the manifest.
+void ReadArrays(const Store& s, aio::Engine& engine, unsigned d, unsigned v, const Subgroup& g,
+                std::vector<AlignedBuffer>& raw) {
   const std::vector<unsigned> as = s.ArraysOf(v);
-  std::vector<AlignedBuffer> raw;
   std::vector<uint32_t> crcs;
   std::string files;
+  raw.clear();
   for (unsigned a : as) {
     const ArrayExtent e = s.Extent(a, g);
     raw.emplace_back(s.ArrayBufferBytes(a));
@@ -78,9 +76,19 @@ void ReadChecked(const Store& s, aio::Engine& engine, unsigned d, unsigned v, co
                      std::to_string(g.index) + " (elements " + std::to_string(g.begin) + ".." +
                      std::to_string(g.begin + g.n) + "): " + b);
   }
+}
+
+// Reads one subgroup of variable v of the committed slot, checks its CRC and gives its values
+// as binary32 in buf (n of them): as stored in an fp32 store; in a q8 store theta widened from
+// bf16 (q8-bf16) and a moment dequantized from its codes and absmax values under the store's
+// policy (docs/state-formats.md).
+void ReadChecked(const Store& s, aio::Engine& engine, unsigned d, unsigned v, const Subgroup& g,
+                 AlignedBuffer& buf) {
+  std::vector<AlignedBuffer> raw;
+  ReadArrays(s, engine, d, v, g, raw);
   float* x = buf.as<float>();
-  const StateArray& first = s.arrays()[as[0]];
-  if (as.size() == 2) {  // a q8 moment
+  const StateArray& first = s.arrays()[s.ArraysOf(v)[0]];
+  if (raw.size() == 2) {  // a q8 moment
     const hls::Fp32 policy(s.config().ftz);
     const uint8_t* codes = raw[0].as<uint8_t>();
     const float* amax = raw[1].as<float>();
@@ -94,31 +102,41 @@ void ReadChecked(const Store& s, aio::Engine& engine, unsigned d, unsigned v, co
   }
 }
 
-// Writes n binary32 values of variable v for subgroup g into slot `slot` in the store's format
-// (theta to bf16 by nearest even in q8-bf16: an import is not a step; a moment quantized block
-// by block in q8) and returns the variable's CRC as the manifest records it.
+// A q8 moment of one subgroup as stored: a code per element, an absmax per block.
+struct Q8Moment {
+  std::vector<uint8_t> codes;
+  std::vector<float> amax;
+};
+
+// Quantizes n binary32 values of moment v block by block (the store's policy).
+Q8Moment Quantize(const Store& s, unsigned v, const Subgroup& g, const float* x) {
+  Q8Moment q;
+  q.codes.resize(g.n);
+  q.amax.resize(g.n / hls::kQ8Block);
+  const hls::Fp32 policy(s.config().ftz);
+  for (uint32_t k = 0; k < g.n / hls::kQ8Block; ++k) {
+    hls::QuantizeBlockQ8(x + uint64_t{k} * hls::kQ8Block, hls::kQ8Block, s.vars()[v] == "m",
+                         policy, q.codes.data() + uint64_t{k} * hls::kQ8Block, &q.amax[k]);
+  }
+  return q;
+}
+
+// Writes variable v of subgroup g into slot `slot` in the store's format and returns the
+// variable's CRC as the manifest records it: theta from x (to bf16 by nearest even in q8-bf16:
+// an import is not a step), an fp32 moment from x, a q8 moment from q.
 uint32_t WriteVar(const Store& s, aio::Engine& engine, unsigned d, unsigned v, const Subgroup& g,
-                  unsigned slot, const float* x) {
+                  unsigned slot, const float* x, const Q8Moment* q) {
   const std::vector<unsigned> as = s.ArraysOf(v);
   std::vector<uint32_t> crcs;
-  std::vector<uint8_t> codes(g.n);
-  std::vector<float> amax(g.n / hls::kQ8Block + 1);
-  if (as.size() == 2) {
-    const hls::Fp32 policy(s.config().ftz);
-    for (uint32_t k = 0; k < g.n / hls::kQ8Block; ++k) {
-      hls::QuantizeBlockQ8(x + uint64_t{k} * hls::kQ8Block, hls::kQ8Block, s.vars()[v] == "m",
-                           policy, codes.data() + uint64_t{k} * hls::kQ8Block, &amax[k]);
-    }
-  }
   for (size_t k = 0; k < as.size(); ++k) {
     const StateArray& arr = s.arrays()[as[k]];
     const ArrayExtent e = s.Extent(as[k], g);
     AlignedBuffer out(s.ArrayBufferBytes(as[k]));
     std::memset(out.data(), 0, e.io_bytes);
     if (arr.absmax) {
-      std::memcpy(out.data(), amax.data(), e.bytes);
+      std::memcpy(out.data(), q->amax.data(), e.bytes);
     } else if (arr.elem_bytes == 1) {
-      std::memcpy(out.data(), codes.data(), e.bytes);
+      std::memcpy(out.data(), q->codes.data(), e.bytes);
     } else if (arr.elem_bytes == 2) {
       for (uint32_t i = 0; i < g.n; ++i) out.as<uint16_t>()[i] = hls::F32ToBf16(hls::F2U(x[i]));
     } else {
@@ -196,6 +214,59 @@ void ExportState(const Store& s, const std::string& var, const std::vector<float
   }
 }
 
+uint64_t Q8TensorBlocks(uint64_t numel) { return (numel + hls::kQ8Block - 1) / hls::kQ8Block; }
+
+namespace {
+
+// The index of moment `var` of a q8 model store, for the raw (codes and absmax) calls.
+unsigned Q8MomentIndex(const Store& s, const std::string& var, const std::string& what) {
+  if (!hls::IsQ8(s.state())) {
+    throw std::invalid_argument(what + ": store '" + s.dir() + "' keeps its state as " +
+                                StateFmtName(s.state()) +
+                                ", not as codes (expected a q8 or q8-bf16 store)");
+  }
+  if (var != "m" && var != "v") {
+    throw std::invalid_argument(what + ": expected a moment ('m' or 'v'), found '" + var + "'");
+  }
+  return StateVariableIndex(s, var);
+}
+
+}  // namespace
+
+void ExportStateQ8(const Store& s, const std::string& var, const std::vector<uint8_t*>& codes,
+                   const std::vector<float*>& absmax, const aio::AioConfig& aio_cfg) {
+  const ParamLayout& l = LayoutOf(s, "state export (codes)");
+  CheckCount(l, codes.size(), "state export (codes): codes");
+  CheckCount(l, absmax.size(), "state export (codes): absmax");
+  const unsigned v = Q8MomentIndex(s, var, "state export (codes)");
+  aio::Engine engine(aio_cfg);
+  std::vector<AlignedBuffer> raw;
+  for (const Shard& sh : s.shards()) {
+    for (const Subgroup& g : s.Subgroups(sh.device)) {
+      const uint64_t base = sh.begin + g.begin;
+      bool wanted = false;
+      ForEachOverlap(l, base, g.n, [&](size_t t, uint64_t, uint64_t) {
+        wanted |= codes[t] != nullptr || absmax[t] != nullptr;
+      });
+      if (!wanted) continue;
+      ReadArrays(s, engine, sh.device, v, g, raw);
+      const uint8_t* c = raw[0].as<uint8_t>();
+      const float* a = raw[1].as<float>();
+      // Tensors start on blocks and subgroups end on blocks: a tensor's last block, padding
+      // included, is in the subgroup that holds its last element.
+      ForEachOverlap(l, base, g.n, [&](size_t t, uint64_t lo, uint64_t hi) {
+        const uint64_t hi_blk = (hi - base + hls::kQ8Block - 1) / hls::kQ8Block * hls::kQ8Block;
+        const uint64_t at = lo - l.offset(t);  // element of the tensor, a multiple of 256
+        if (codes[t] != nullptr) std::memcpy(codes[t] + at, c + (lo - base), hi_blk - (lo - base));
+        if (absmax[t] != nullptr) {
+          std::memcpy(absmax[t] + at / hls::kQ8Block, a + (lo - base) / hls::kQ8Block,
+                      4 * ((hi_blk - (lo - base)) / hls::kQ8Block));
+        }
+      });
+    }
+  }
+}
+
 void ImportState(Store& s, const StateImport& in, const aio::AioConfig& aio_cfg) {
   const ParamLayout& l = LayoutOf(s, "state import");
   if (s.access() != StoreAccess::kWrite) {
@@ -254,6 +325,53 @@ void ImportState(Store& s, const StateImport& in, const aio::AioConfig& aio_cfg)
     if (!in.m.empty() && in.m[t]) CheckValues(l, "m", t, DType::kFp32, in.m[t], false);
     if (!in.v.empty() && in.v[t]) CheckValues(l, "v", t, DType::kFp32, in.v[t], true);
   }
+  const std::vector<const uint8_t*>* raw_codes[] = {&in.m_codes, &in.v_codes};
+  const std::vector<const float*>* raw_amax[] = {&in.m_absmax, &in.v_absmax};
+  for (int k = 0; k < 2; ++k) {
+    if (raw_codes[k]->empty() && raw_amax[k]->empty()) continue;
+    const std::string what = std::string("state import: ") + names[k];
+    CheckCount(l, raw_codes[k]->size(), what + "_codes");
+    CheckCount(l, raw_amax[k]->size(), what + "_absmax");
+    Q8MomentIndex(s, names[k], what + "_codes");
+    for (size_t t = 0; t < l.tensors().size(); ++t) {
+      const uint8_t* c = (*raw_codes[k])[t];
+      const float* a = (*raw_amax[k])[t];
+      const std::string tensor = "tensor '" + l.tensors()[t].name + "'";
+      if ((c == nullptr) != (a == nullptr)) {
+        throw std::invalid_argument(what + "_codes / " + names[k] + "_absmax of " + tensor +
+                                    ": expected both or neither, found only " +
+                                    (c ? "the codes" : "the absmax values"));
+      }
+      if (c == nullptr) continue;
+      const uint64_t nb = Q8TensorBlocks(l.tensors()[t].numel);
+      for (uint64_t b = 0; b < nb; ++b) {
+        const uint32_t u = hls::F2U(a[b]);
+        const uint32_t exp = (u >> 23) & 0xffu;
+        if (u != 0 && ((u >> 31) != 0 || exp == 0 || exp == 0xffu)) {
+          char m[96];
+          std::snprintf(m, sizeof m, "block %llu is %.9g (0x%08x)",
+                        static_cast<unsigned long long>(b), static_cast<double>(a[b]), u);
+          throw std::invalid_argument(what + "_absmax of " + tensor +
+                                      ": expected +0 or a normal finite positive value, found " +
+                                      m);
+        }
+      }
+      const std::vector<const float*>& vals = *lists[k];
+      if (vals.empty() || vals[t] == nullptr) continue;
+      const hls::Fp32 policy(s.config().ftz);
+      for (uint64_t i = 0; i < l.tensors()[t].numel; ++i) {
+        const float d = hls::DequantQ8(c[i], a[i / hls::kQ8Block], k == 0, policy);
+        if (hls::F2U(d) != hls::F2U(vals[t][i])) {
+          char m[160];
+          std::snprintf(m, sizeof m, "element %llu: code 0x%02x with absmax 0x%08x is 0x%08x, the "
+                        "values give 0x%08x", static_cast<unsigned long long>(i), c[i],
+                        hls::F2U(a[i / hls::kQ8Block]), hls::F2U(d), hls::F2U(vals[t][i]));
+          throw std::invalid_argument(what + " of " + tensor + ": expected the values to be " +
+                                      "the codes dequantized, found " + m);
+        }
+      }
+    }
+  }
 
   aio::Engine engine(aio_cfg);
   AlignedBuffer buf(static_cast<size_t>(s.config().subgroup_elems) * 4);
@@ -295,7 +413,26 @@ void ImportState(Store& s, const StateImport& in, const aio::AioConfig& aio_cfg)
             });
           }
         }
-        crcs[sh.device][v][g.index] = WriteVar(s, engine, sh.device, v, g, ws, x);
+        Q8Moment q;
+        if (name != "theta" && hls::IsQ8(s.state())) {
+          q = Quantize(s, v, g, x);
+          // Tensors given as stored: their blocks' codes and absmax values replace the ones
+          // quantized from the values (a tensor's blocks lie in one subgroup).
+          const std::vector<const uint8_t*>& rc = name == "m" ? in.m_codes : in.v_codes;
+          const std::vector<const float*>& ra = name == "m" ? in.m_absmax : in.v_absmax;
+          if (!rc.empty()) {
+            ForEachOverlap(l, base, g.n, [&](size_t t, uint64_t lo, uint64_t hi) {
+              if (rc[t] == nullptr) return;
+              const uint64_t from = lo - base;
+              const uint64_t to = (hi - base + hls::kQ8Block - 1) / hls::kQ8Block * hls::kQ8Block;
+              const uint64_t at = lo - l.offset(t);
+              std::memcpy(q.codes.data() + from, rc[t] + at, to - from);
+              std::memcpy(q.amax.data() + from / hls::kQ8Block, ra[t] + at / hls::kQ8Block,
+                          4 * ((to - from) / hls::kQ8Block));
+            });
+          }
+        }
+        crcs[sh.device][v][g.index] = WriteVar(s, engine, sh.device, v, g, ws, x, &q);
       }
     }
   }

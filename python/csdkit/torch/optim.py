@@ -152,6 +152,22 @@ def _as_param_state(t, p):
                                       run_check=False, shape=p.shape, stride=p.stride())
 
 
+def _stored_moment(codes, amax, what, key):
+    """A state dict's q8 moment as stored ('<key>_q8', '<key>_absmax'): both, as contiguous CPU
+    uint8 / float32 tensors (their sizes are checked against the parameter by the kit)."""
+    if codes is None or amax is None:
+        raise ValueError("{}: expected both '{}_q8' and '{}_absmax' or neither, found only "
+                         "'{}'".format(what, key, key, key + ("_q8" if amax is None else
+                                                             "_absmax")))
+    for name, t, dt in ((key + "_q8", codes, torch.uint8), (key + "_absmax", amax,
+                                                           torch.float32)):
+        if not torch.is_tensor(t) or t.dtype != dt:
+            raise ValueError("{}['{}']: expected a {} tensor, found {!r}".format(
+                what, name, dt, getattr(t, "dtype", type(t))))
+    return (codes.detach().to("cpu").reshape(-1).contiguous(),
+            amax.detach().to("cpu").reshape(-1).contiguous())
+
+
 def _local_state(t, p, what):
     """The part of a loaded state tensor `t` that belongs to this rank's shard of parameter `p`:
     for a DTensor parameter `t` must be a DTensor of the same mesh, placements and global shape
@@ -1468,6 +1484,22 @@ class _StoreOptimizer(torch.optim.Optimizer):
             return dst
         vars_ = sess.vars
         exported = {var: export(var) for var in ("m", "v") if var in vars_ and rows}
+        # q8 stores: the moments as stored too (codes of the tensor's whole blocks, absmax per
+        # block), for plain parameters (a DTensor's shards would need a DTensor of codes).
+        raw_rows = [t for p, t in chosen if t is not None and not _is_dtensor(p)]
+        stored = {}
+        if sess.state != "fp32" and raw_rows:
+            for var in ("m", "v"):
+                if var not in vars_:
+                    continue
+                codes = [None] * len(self._params)
+                amax = [None] * len(self._params)
+                for t in raw_rows:
+                    nb = -(-self._layout[t][1] // 256)
+                    codes[t] = torch.empty(nb * 256, dtype=torch.uint8)
+                    amax[t] = torch.empty(nb, dtype=torch.float32)
+                sess.export_state_q8(var, codes, amax)
+                stored[var] = (codes, amax)
         master = (export("theta") if rows and self._params[0].dtype != torch.float32
                   else None)
         out = {}
@@ -1482,6 +1514,9 @@ class _StoreOptimizer(torch.optim.Optimizer):
                     continue
                 buf = exported[var][t] if t is not None else torch.empty(0)
                 st[key] = _as_param_state(buf.reshape(shape), p)
+                if var in stored and stored[var][0][t] is not None:
+                    st[key + "_q8"] = stored[var][0][t]
+                    st[key + "_absmax"] = stored[var][1][t]
             if p.dtype != torch.float32:
                 buf = master[t] if t is not None else torch.empty(0)
                 st["fp32_master"] = _as_param_state(buf.reshape(shape), p)
@@ -1547,6 +1582,7 @@ class _StoreOptimizer(torch.optim.Optimizer):
         saved_state = state_dict["state"]
         params, _ = self._describe_model()
         theta, bufs, steps = [], {var: [] for var in self._state_keys}, []
+        raw = {var: [] for var in self._state_keys}  # q8: (codes, absmax) per parameter or None
         residuals = []  # compress=TopK error feedback per parameter: (residual, scale) or None
         for i, p in enumerate(params):
             st = saved_state.get(index_of[id(p)], {})
@@ -1558,6 +1594,9 @@ class _StoreOptimizer(torch.optim.Optimizer):
             for var, key in self._state_keys.items():
                 t = st.get(key)
                 bufs[var].append(None if t is None else self._flat(t, p, what + "['%s']" % key))
+                codes, amax = st.get(key + "_q8"), st.get(key + "_absmax")
+                raw[var].append(None if codes is None and amax is None else
+                                _stored_moment(codes, amax, what, key))
             res = st.get("topk_residual")
             if res is not None:
                 res = self._flat(res, p, what + "['topk_residual']")
@@ -1597,11 +1636,19 @@ class _StoreOptimizer(torch.optim.Optimizer):
             # nothing is written.
             if not self._is_committed_state(steps if self._has_step_state else None, theta,
                                             bufs, master_given):
+                # A q8 store takes the moments as stored where the state has them (exact,
+                # padding codes included); an fp32 store reads only the dequantized buffers.
+                kw = {}
+                if self._session.state != "fp32":
+                    for var in raw:
+                        if var in vars_ and any(r is not None for r in raw[var]):
+                            kw[var + "_codes"] = [r and r[0] for r in raw[var]]
+                            kw[var + "_absmax"] = [r and r[1] for r in raw[var]]
                 self._session.import_state(
                     step, theta,
                     m=bufs["m"] if "m" in bufs and "m" in vars_ else None,
                     v=bufs["v"] if "v" in bufs and "v" in vars_ else None,
-                    group_hyper=hyper, tensor_steps=steps)
+                    group_hyper=hyper, tensor_steps=steps, **kw)
                 # The imported weights are the model's (or the state's fp32 masters): the store
                 # is at them by definition, as a store this optimizer created.
                 self._weights_checked = True

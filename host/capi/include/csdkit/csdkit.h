@@ -36,7 +36,7 @@ extern "C" {
 
 /** Version of this header; csdkit_version() gives the library's. */
 #define CSDKIT_VERSION_MAJOR 0
-#define CSDKIT_VERSION_MINOR 3
+#define CSDKIT_VERSION_MINOR 4
 #define CSDKIT_VERSION_PATCH 0
 /** MAJOR * 10000 + MINOR * 100 + PATCH. */
 #define CSDKIT_VERSION \
@@ -119,6 +119,15 @@ typedef CSDKIT_ENUM(csdkit_state_var) {
   CSDKIT_STATE_V = 2
 } csdkit_state_var;
 
+/** How a store keeps its state (docs/state-formats.md), fixed at creation: binary32 theta, m,
+ *  v (12 bytes per parameter for AdamW); 8-bit codes of each moment with one binary32 absmax per
+ *  block of 256 (6.03); the same with theta as bf16, rounded stochastically (4.03). */
+typedef CSDKIT_ENUM(csdkit_state_format) {
+  CSDKIT_STATE_FP32 = 0,
+  CSDKIT_STATE_Q8 = 1,
+  CSDKIT_STATE_Q8_BF16 = 2
+} csdkit_state_format;
+
 /** The devices a store runs on. Initialise with csdkit_device_spec_init, then change fields.
  *  Strings are read during the call that takes the spec and not kept. */
 typedef struct csdkit_device_spec {
@@ -156,6 +165,9 @@ typedef struct csdkit_store_config {
   double loss_scale;       /**< gradients arrive multiplied by this (steps may override); 1.0 */
   uint32_t subgroup_elems; /**< elements per subgroup, a multiple of 65536; 0 (default) = the
                                 largest that fits device memory for two workers, at most 4 Mi */
+  csdkit_state_format state; /**< default CSDKIT_STATE_FP32 (since 0.4) */
+  uint64_t seed;             /**< the store's seed: the key of q8-bf16's stochastic rounding;
+                                  default 1 (since 0.4) */
 } csdkit_store_config;
 
 /** A trainer's parameter layout: n_tensors tensors in order, tensor i named names[i] with
@@ -218,6 +230,7 @@ typedef struct csdkit_store_info {
   csdkit_dtype grad;
   csdkit_dtype out;
   int64_t step; /**< committed step */
+  csdkit_state_format state; /**< since 0.4 */
 } csdkit_store_info;
 
 /** An open store with its devices. Created by csdkit_store_create or csdkit_store_open, owned
@@ -390,6 +403,37 @@ CSDKIT_API csdkit_status csdkit_state_import(csdkit_store* store, int64_t step,
                                              const void* const* theta, csdkit_dtype theta_dtype,
                                              const float* const* m, const float* const* v,
                                              size_t n_tensors);
+
+/** Reads moment `var` (CSDKIT_STATE_M or CSDKIT_STATE_V) of a q8 / q8-bf16 store's committed
+ *  step as stored: per tensor t, codes[t] receives the codes of its blocks — 256 ·
+ *  ceil(numel / 256) bytes, the tensor's elements then the padding to its next block — and
+ *  absmax[t] one binary32 per block. Every subgroup's CRC is checked. csdkit_state_export gives
+ *  the same moment dequantized.
+ *
+ *  Errors: CSDKIT_INVALID_ARGUMENT (NULL store, codes, absmax or an entry of them; n_tensors not
+ *  the layout's; an
+ *  fp32 store; theta, or a moment the optimizer does not keep); CSDKIT_STORE_ERROR (a CRC
+ *  mismatch); CSDKIT_IO. */
+CSDKIT_API csdkit_status csdkit_state_export_q8(csdkit_store* store, csdkit_state_var var,
+                                                uint8_t* const* codes, float* const* absmax,
+                                                size_t n_tensors);
+
+/** csdkit_state_import for a q8 / q8-bf16 store with the moments as stored: m_codes[t] and
+ *  m_absmax[t] (csdkit_state_export_q8's arrays) are written as given instead of quantizing
+ *  fp32 values, so a state exported that way comes back bit for bit. A list NULL, or a tensor's
+ *  two entries NULL: the moment's initial value. Each absmax must be +0 or a normal, finite,
+ *  positive binary32.
+ *
+ *  Errors: as csdkit_state_import, and CSDKIT_INVALID_ARGUMENT for an fp32 store, codes without
+ *  absmax values or the reverse, or an absmax out of range (named by tensor and block; all
+ *  checked before anything is written). */
+CSDKIT_API csdkit_status csdkit_state_import_q8(csdkit_store* store, int64_t step,
+                                                const void* const* theta,
+                                                csdkit_dtype theta_dtype,
+                                                const uint8_t* const* m_codes,
+                                                const float* const* m_absmax,
+                                                const uint8_t* const* v_codes,
+                                                const float* const* v_absmax, size_t n_tensors);
 
 /** *step receives the committed step (0 after creation).
  *  Errors: CSDKIT_INVALID_ARGUMENT if store or step is NULL. */

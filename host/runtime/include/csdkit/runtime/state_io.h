@@ -33,6 +33,20 @@ unsigned StateVariableIndex(const Store& store, const std::string& var);
 void ExportState(const Store& store, const std::string& var, const std::vector<float*>& dst,
                  const aio::AioConfig& aio = aio::AioConfig());
 
+/// The number of blocks of 256 a tensor of `numel` elements occupies in a q8 store (its codes
+/// are 256 times that many bytes: the last block's padding codes included).
+uint64_t Q8TensorBlocks(uint64_t numel);
+
+/// Reads moment `var` ("m" or "v") of a q8 store's committed slot as stored: per tensor of the
+/// layout, `codes[t]` receives the codes of the tensor's Q8TensorBlocks(numel) whole blocks
+/// (256 bytes each: the tensor's elements, then the padding up to its next block) and
+/// `absmax[t]` their binary32 absmax values (nullptr: skipped). Each subgroup's CRC is
+/// checked as by ExportState. std::invalid_argument for an fp32 store, a variable that is not
+/// a moment of the optimizer, or a wrong pointer count.
+void ExportStateQ8(const Store& store, const std::string& var, const std::vector<uint8_t*>& codes,
+                   const std::vector<float*>& absmax,
+                   const aio::AioConfig& aio = aio::AioConfig());
+
 /// A new state for a model's store; one entry per tensor of the layout in each list.
 struct StateImport {
   int64_t step = 0;  ///< the step the store is at after the import (>= 0)
@@ -44,6 +58,13 @@ struct StateImport {
   /// (0; Adagrad's sum: its group's initial_accumulator_value). A list for a variable the
   /// optimizer does not keep is refused.
   std::vector<const float*> m, v;
+  /// q8 stores only: a moment as stored, per tensor (ExportStateQ8's arrays): codes of the
+  /// tensor's whole blocks and their absmax values, written as given instead of quantizing
+  /// m / v. A tensor needs both or neither (nullptr entries: m / v as above). Where m / v is
+  /// given too it must be these codes dequantized, bit for bit. Each absmax must be +0 or a
+  /// normal, finite, positive binary32 (what quantizing a block can give).
+  std::vector<const uint8_t*> m_codes, v_codes;
+  std::vector<const float*> m_absmax, v_absmax;
   /// The hyper-parameters recorded with the imported step, per group (empty = unchanged).
   std::vector<OptimizerConfig> group_hyper;
   /// Each tensor's step count (torch.optim's per-parameter `step`; Store::tensor_steps), in
