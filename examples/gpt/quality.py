@@ -142,18 +142,25 @@ def command(args, name, ratio, error_feedback):
 
 def run_all(args):
     """Runs every variant, --jobs at a time; returns {name: (exit status, seconds)}."""
+    return run_jobs(args, [(name, command(args, name, ratio, ef))
+                           for name, ratio, ef in VARIANTS])
+
+
+def run_jobs(args, jobs):
+    """Runs the commands of `jobs` ((name, argv) pairs; output to <out>/<name>.log), --jobs at
+    a time, removing each finished run's store unless --keep-stores; returns {name: (exit
+    status, seconds)}. state_quality.py runs its variants with it too."""
     env = dict(os.environ)
     if args.jobs > 1 and "OMP_NUM_THREADS" not in env:
         # Share the cores between the runs instead of letting each take them all.
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // args.jobs))
-    pending = list(VARIANTS)
+    pending = list(jobs)
     running, done = {}, {}
     while pending or running:
         while pending and len(running) < args.jobs:
-            name, ratio, ef = pending.pop(0)
+            name, argv = pending.pop(0)
             log = open(args.out / (name + ".log"), "w")
-            proc = subprocess.Popen(command(args, name, ratio, ef), stdout=log,
-                                    stderr=subprocess.STDOUT, env=env)
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
             running[name] = (proc, log, time.perf_counter())
             print("started {} ({})".format(name, " ".join(proc.args[2:])), flush=True)
         time.sleep(0.2)

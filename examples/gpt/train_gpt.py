@@ -114,12 +114,18 @@ def load_corpus(directory):
 
 
 class CharData:
-    """Character-level tokens: vocabulary = the corpus's distinct characters, sorted. The
-    first 90 % of the text is for training, the rest is held out."""
+    """Character-level tokens: vocabulary = the corpus's distinct characters (or `chars`, a
+    given sorted vocabulary that must hold every character of the text), sorted. The first
+    90 % of the text is for training, the rest is held out."""
 
-    def __init__(self, text):
-        self.chars = sorted(set(text))
+    def __init__(self, text, chars=None):
+        self.chars = sorted(set(text)) if chars is None else list(chars)
         index = {c: i for i, c in enumerate(self.chars)}
+        missing = set(text) - set(index)
+        if missing:
+            die("the corpus has {} characters outside the vocabulary (e.g. {!r}); build the "
+                "vocabulary over this corpus too (--vocab-corpus at pretraining)".format(
+                    len(missing), sorted(missing)[:8]))
         tokens = torch.tensor([index[c] for c in text], dtype=torch.long)
         cut = int(0.9 * len(tokens))
         self.train, self.held_out = tokens[:cut], tokens[cut:]
@@ -321,7 +327,7 @@ def make_kit_optimizer(model, args, csdkit_torch, store):
         compress = csdkit_torch.TopK(args.compress, error_feedback=not args.no_error_feedback)
     opt = csdkit_torch.AdamW(param_groups(model, args.weight_decay), lr=args.lr,
                              betas=(0.9, 0.95), eps=1e-8, store=store, devices=args.devices,
-                             compress=compress,
+                             compress=compress, state=args.state,
                              overlap_backward=not args.no_overlap_backward)
     return opt, opt
 
@@ -553,6 +559,8 @@ def mean_link_bytes(reports):
 
 def kit_label(args):
     label = "csdkit.torch.AdamW ({} emulated CSDs".format(args.devices)
+    if args.state != "fp32":
+        label += ", state {}".format(args.state)
     if args.compress is not None:
         label += ", Top-K {:g} %{}".format(
             100 * args.compress, "" if args.no_error_feedback else " + error feedback")
@@ -627,6 +635,22 @@ def parse_args(argv):
     ap.add_argument("--compress", default=None, metavar="topk:RATIO",
                     help="hand the kit Top-K gradients: RATIO in (0, 1] of each subgroup's "
                          "elements, e.g. topk:0.01 (default: dense gradients)")
+    ap.add_argument("--state", choices=("fp32", "q8", "q8-bf16"), default="fp32",
+                    help="how the kit's store keeps the optimizer state (docs/state-formats.md; "
+                         "default fp32)")
+    ap.add_argument("--corpus", type=Path, default=CORPUS_DIR,
+                    help="the training text: every regular file of this directory, in name "
+                         "order (default {})".format(CORPUS_DIR))
+    ap.add_argument("--vocab-corpus", type=Path, default=None,
+                    help="also give the characters of this directory's files a token (to "
+                         "fine-tune on that corpus later with --init)")
+    ap.add_argument("--save-model", type=Path, default=None,
+                    help="write the kit-trained model, its vocabulary and its shape here "
+                         "(torch.save; a new file)")
+    ap.add_argument("--init", type=Path, default=None,
+                    help="start from a model written by --save-model (fine-tuning): its "
+                         "weights, vocabulary and shape (--layers, --d-model, --heads, "
+                         "--context are taken from it)")
     ap.add_argument("--no-error-feedback", action="store_true",
                     help="with --compress: drop what Top-K does not send instead of adding it "
                          "to the next step's gradient")
@@ -672,6 +696,10 @@ def parse_args(argv):
     elif args.no_error_feedback:
         ap.error("--no-error-feedback: expected together with --compress topk:RATIO, found no "
                  "--compress")
+    if args.save_model is not None and (args.save_model.exists() or
+                                        args.save_model.is_symlink()):
+        ap.error("--save-model {}: expected a new file, found one that exists (this script "
+                 "overwrites nothing)".format(args.save_model))
     if args.store is not None and args.store.resolve() == args.out.resolve():
         ap.error("--store {}: expected a directory other than --out, found the same"
                  .format(args.store))
@@ -699,8 +727,21 @@ def main(argv=None):
     csdkit_torch = import_csdkit()
     dtype = DTYPES[args.dtype]
 
-    text, files = load_corpus(CORPUS_DIR)
-    data = CharData(text)
+    init_file = None
+    chars = None
+    if args.init is not None:
+        try:
+            init_file = torch.load(args.init, map_location="cpu")
+            chars = init_file["chars"]
+            for k in ("layers", "d_model", "heads", "context"):
+                setattr(args, k, int(init_file["shape"][k]))
+        except (OSError, KeyError, TypeError, ValueError, RuntimeError) as e:
+            die("--init {}: expected a model written by --save-model, found what could not "
+                "be read as one ({})".format(args.init, e))
+    text, files = load_corpus(args.corpus)
+    if chars is None and args.vocab_corpus is not None:
+        chars = sorted(set(text) | set(load_corpus(args.vocab_corpus)[0]))
+    data = CharData(text, chars)
     if len(data.held_out) <= args.context + 1:
         die("--context {}: expected fewer characters than a tenth of the corpus ({})".format(
             args.context, len(text)))
@@ -716,6 +757,8 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     init = GPT(data.vocab, args.context, args.d_model, args.layers, args.heads,
                checkpoint=args.checkpoint).to(dtype)
+    if init_file is not None:
+        init.load_state_dict(init_file["model"])
     init = init.to(args.device)
     n_params = sum(p.numel() for p in init.parameters())
     g = torch.Generator().manual_seed(args.seed)
@@ -751,6 +794,13 @@ def main(argv=None):
         # The kit's refusals of arguments (e.g. more devices than the model has blocks) are
         # ValueErrors that say what to change; anything else keeps its traceback.
         die("csdkit refused the run: {}".format(e))
+
+    if args.save_model is not None:
+        torch.save({"chars": data.chars, "model": {k: v.detach().cpu() for k, v in
+                                                   model.state_dict().items()},
+                    "shape": {"layers": args.layers, "d_model": args.d_model,
+                              "heads": args.heads, "context": args.context}}, args.save_model)
+        print("wrote the model to {}".format(args.save_model))
 
     print("\none csdkit step report (the first step's, as opt.last_report gives it):")
     print(json.dumps(kit["first_report"], indent=1, sort_keys=True))
@@ -797,8 +847,10 @@ def main(argv=None):
     config.update(store=str(store), attention=attention, torch_version=torch.__version__)
     summary = {
         "config": config,
-        "corpus": {"dir": str(CORPUS_DIR), "files": files, "characters": len(text),
+        "corpus": {"dir": str(args.corpus), "files": files, "characters": len(text),
                    "vocabulary": data.vocab},
+        "state": args.state,
+        "init": None if args.init is None else str(args.init),
         "parameters": n_params,
         "compress": None if args.compress is None else {
             "method": "topk", "ratio": args.compress,

@@ -115,3 +115,35 @@ def test_topk_reference_matches_the_kit(tmp_path):
         (loss,) = [x["loss"] for x in r["runs"]]
         assert len(loss) == 4
         assert loss == pytest.approx(k["loss"]["csdkit"], rel=1e-5), (opt, loss, k["loss"])
+
+
+def test_state_quality_study(tmp_path):
+    """state_quality.py: both phases run (the pretrained fp32 model saved and fine-tuned from,
+    on a corpus whose characters the pretraining vocabulary covers), every row and bound is
+    in state_quality.json, the q8 runs moved fewer bytes between SSD and FPGA than fp32, and
+    the exit status follows the verdict."""
+    corpus = tmp_path / "ft-corpus"
+    corpus.mkdir()
+    (corpus / "a.py").write_text((EXAMPLE / "quality.py").read_text())
+    out = tmp_path / "sq"
+    r = run("state_quality.py", *TINY, "--iters", "2", "--finetune-iters", "2", "--jobs", "2",
+            "--finetune-corpus", str(corpus), "--out", str(out))
+    q = json.loads((out / "state_quality.json").read_text())
+    assert r.returncode == (0 if q["passed"] else 1), r.stderr
+    names = [(x["phase"], x["variant"]) for x in q["runs"]]
+    assert names == [("pretrain", "fp32"), ("pretrain", "q8"), ("pretrain", "q8-bf16"),
+                     ("finetune", "fp32"), ("finetune", "q8"), ("finetune", "q8-bf16"),
+                     ("finetune", "topk2-ef")]
+    by = {n: x for n, x in zip(names, q["runs"])}
+    for phase in ("pretrain", "finetune"):
+        fp32 = by[(phase, "fp32")]["device_bytes_per_param"]
+        assert by[(phase, "q8")]["device_bytes_per_param"] < 0.6 * fp32
+        assert by[(phase, "q8-bf16")]["device_bytes_per_param"] < \
+            by[(phase, "q8")]["device_bytes_per_param"]
+        assert by[(phase, "fp32")]["bound"] is None
+    assert by[("finetune", "topk2-ef")]["bound"] == 0.01
+    ft = json.loads((out / "finetune-q8" / "summary.json").read_text())
+    assert ft["init"] == str(out / "pretrained.pt") and ft["state"] == "q8"
+    assert ft["corpus"]["dir"] == str(corpus)
+    assert (out / "loss.png").stat().st_size > 0
+    assert "| finetune | topk2-ef |" in (out / "state_quality.md").read_text()
