@@ -114,10 +114,10 @@ class Sparsifier:
             else:  # kit
                 cuts, offs, sizes, total = self.kit_layout
                 assert sizes == [p.numel() for p in self.params]
-            flat = torch.zeros(total)
+            flat = torch.zeros(total, device=accs[0].device)
             for a, o in zip(accs, offs):
                 flat[o:o + a.numel()] = a
-            fmask = torch.zeros(total, dtype=torch.bool)
+            fmask = torch.zeros(total, dtype=torch.bool, device=accs[0].device)
             for b, n in cuts:
                 fmask[b:b + n] = topk_mask(flat[b:b + n], count(self.ratio, n))
             masks = [fmask[o:o + a.numel()] for a, o in zip(accs, offs)]
@@ -174,7 +174,7 @@ def run(spec, init, data, starts, held_out, args, kit_layout):
     losses = []
     t0 = time.perf_counter()
     for it, s in enumerate(starts):
-        x, y = data.batch(data.train, s, args.context)
+        x, y = (t.to(args.device) for t in data.batch(data.train, s, args.context))
         opt.zero_grad(set_to_none=True)
         loss = T.loss_of(model, x, y)
         loss.backward()
@@ -216,24 +216,38 @@ def main(argv=None):
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("topk_reference.json"))
+    ap.add_argument("--corpus", type=Path, default=T.CORPUS_DIR,
+                    help="the training text (train_gpt.py --corpus)")
+    ap.add_argument("--init", type=Path, default=None,
+                    help="start from a model of train_gpt.py --save-model (its vocabulary and "
+                         "shape too), as train_gpt.py --init does")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     specs = [parse_run(r) for r in args.runs]
 
-    text, _ = T.load_corpus(T.CORPUS_DIR)
-    data = T.CharData(text)
+    chars = saved = None
+    if args.init is not None:
+        saved = torch.load(args.init, map_location="cpu")
+        chars = saved["chars"]
+        for k in ("layers", "d_model", "heads", "context"):
+            setattr(args, k, int(saved["shape"][k]))
+    text, _ = T.load_corpus(args.corpus)
+    data = T.CharData(text, chars)
     # The same initial weights, batches and held-out batches as train_gpt.py with these options.
     torch.manual_seed(args.seed)
     init = T.GPT(data.vocab, args.context, args.d_model, args.layers, args.heads)
+    if saved is not None:
+        init.load_state_dict(saved["model"])
     g = torch.Generator().manual_seed(args.seed)
     starts = [torch.randint(0, len(data.train) - args.context - 1, (args.batch,), generator=g)
               for _ in range(args.iters)]
-    args.device = "cpu"
     held_out = T.held_out_batches(data, args)
     kit_layout = None
     if any(s["ratio"] is not None and (s["slices"] or args.slices) == "kit" for s in specs):
         kit_layout = kit_slices(copy.deepcopy(init), args)
         print("kit slices (begin, n):", kit_layout[0], flush=True)
+    init = init.to(args.device)
     results = []
     w = max(1, args.iters // 10)
     for spec in specs:
