@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -23,6 +24,9 @@
 #include <vector>
 
 #include "csdkit/hls/bits.h"
+#include "csdkit/hls/fp16.h"
+#include "csdkit/hls/fp32.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/splitmix.h"
 #include "csdkit/runtime/reshard.h"
 #include "csdkit/runtime/state_io.h"
@@ -166,10 +170,34 @@ nlohmann::json ReadJson(const std::string& path) {
   return nlohmann::json::parse(f);
 }
 
+// What a store in `state` holds of a piece whose values are x[0..n): x in fp32; theta rounded to
+// bf16 (nearest even) in q8-bf16; a moment quantized in blocks of 256 from the piece's first
+// element (the padding after its last element 0, AdamW's initial value) and dequantized.
+std::vector<float> AsStored(const float* x, uint64_t n, int var, hls::StateFmt state) {
+  std::vector<float> out(x, x + n);
+  if (var == 0 && state == hls::StateFmt::kQ8Bf16) {
+    for (float& y : out) y = hls::U2F(hls::Bf16ToF32(hls::F32ToBf16(hls::F2U(y))));
+  } else if (var != 0 && hls::IsQ8(state)) {
+    const hls::Fp32 ieee(false);
+    for (uint64_t b = 0; b < n; b += hls::kQ8Block) {
+      float blk[hls::kQ8Block] = {};
+      const uint64_t len = std::min<uint64_t>(hls::kQ8Block, n - b);
+      std::copy(x + b, x + b + len, blk);
+      uint8_t codes[hls::kQ8Block];
+      float amax;
+      hls::QuantizeBlockQ8(blk, hls::kQ8Block, var == 1, ieee, codes, &amax);
+      for (uint64_t i = 0; i < len; ++i) out[b + i] = hls::DequantQ8(codes[i], amax, var == 1, ieee);
+    }
+  }
+  return out;
+}
+
 // Checks a written set against the model: world size, records, each store's configuration,
-// step, hyper-parameters and state. Each store's pieces are placed by their names (tensor
-// offset in the model + a) and must tile the record's range in order.
-void ExpectSet(const std::string& dir, uint64_t world, unsigned devices) {
+// step, hyper-parameters and state (as a store in `state` keeps it: AsStored). Each store's
+// pieces are placed by their names (tensor offset in the model + a) and must tile the record's
+// range in order.
+void ExpectSet(const std::string& dir, uint64_t world, unsigned devices,
+               hls::StateFmt state = hls::StateFmt::kFp32) {
   const State want = ModelState();
   std::map<std::string, uint64_t> offset;
   std::map<std::string, unsigned> group;
@@ -204,6 +232,7 @@ void ExpectSet(const std::string& dir, uint64_t world, unsigned devices) {
     EXPECT_EQ(st.config().loss_scale, 8.0);
     EXPECT_EQ(st.config().seed, 77u);
     EXPECT_EQ(st.config().hyper.opt, Optimizer::kAdamW);
+    EXPECT_EQ(st.state(), state);
     ASSERT_NE(st.layout(), nullptr);
     st.Verify();
     const auto& tensors = st.layout()->tensors();
@@ -228,8 +257,9 @@ void ExpectSet(const std::string& dir, uint64_t world, unsigned devices) {
       EXPECT_EQ(h.weight_decay, e.weight_decay) << tensors[t].name;
       EXPECT_EQ(h.beta2, e.beta2) << tensors[t].name;
       for (int v = 0; v < 3; ++v) {
+        const std::vector<float> exp = AsStored(want.var[v].data() + at, tensors[t].numel, v, state);
         for (uint64_t i = 0; i < tensors[t].numel; ++i) {
-          const uint32_t g = hls::F2U(got[v][t][i]), w = hls::F2U(want.var[v][at + i]);
+          const uint32_t g = hls::F2U(got[v][t][i]), w = hls::F2U(exp[i]);
           ASSERT_EQ(g, w) << kVars[v] << " of " << tensors[t].name << " element " << i
                           << " (flattened " << at + i << "): expected 0x" << std::hex << w
                           << ", found 0x" << g;
@@ -261,12 +291,14 @@ Cli RunCli(const std::string& args) {
 std::string Q(const std::string& s) { return "'" + s + "'"; }
 
 ReshardResult ReshardSet(const std::string& src, const std::string& dst, int64_t world,
-                         std::optional<int64_t> devices = std::nullopt) {
+                         std::optional<int64_t> devices = std::nullopt,
+                         std::optional<hls::StateFmt> state = std::nullopt) {
   ReshardOptions o;
   o.src = src;
   o.dst = dst;
   o.world = world;
   o.devices = devices;
+  o.state = state;
   return Reshard(o);
 }
 
@@ -332,6 +364,80 @@ TEST(Reshard, DeviceCountChanges) {
   // And back to one device per store, 2 ranks.
   ReshardSet(d + "/dst", d + "/dst2", 2, 1);
   ExpectSet(d + "/dst2", 2, 1);
+}
+
+// Converting the state format: fp32 -> q8 (3 ranks) holds each piece's moments quantized in
+// blocks from the piece's start and theta bit for bit; q8 -> q8 at the same world size moves
+// nothing (the same pieces, the same codes: every checksum equal); q8 -> fp32 (2 ranks) holds
+// the q8 set's dequantized moments; fp32 -> q8-bf16 rounds theta to bf16. The text and JSON
+// of the command name both formats.
+TEST(Reshard, StateFormatConversion) {
+  using hls::StateFmt;
+  const std::string d = TestDir("state_formats");
+  MakeSet(d + "/src", 2);
+  const ReshardResult r = ReshardSet(d + "/src", d + "/q8", 3, std::nullopt, StateFmt::kQ8);
+  EXPECT_EQ(r.source_state, "fp32");
+  EXPECT_EQ(r.state, "q8");
+  ExpectSet(d + "/q8", 3, 1, StateFmt::kQ8);
+  EXPECT_EQ(ReshardSet(d + "/q8", d + "/q8again", 3).state, "q8");
+  for (int k = 0; k < 3; ++k) {
+    const std::string a = d + "/q8/rank-" + std::to_string(k), b = d + "/q8again/rank-" +
+                                                                       std::to_string(k);
+    const Store sa = Store::Open(a, StoreAccess::kRead), sb = Store::Open(b, StoreAccess::kRead);
+    ASSERT_EQ(sa.vars().size(), 3u);
+    for (unsigned v = 0; v < 3; ++v) {
+      for (uint32_t g = 0; g < sa.SubgroupCount(0); ++g) {
+        EXPECT_EQ(sa.checksum(0, v, g), sb.checksum(0, v, g)) << a << " var " << v << " subgroup "
+                                                              << g;
+      }
+    }
+  }
+  // Back to fp32 on 2 ranks: the q8 set's values exactly (its blocks were per piece of 3
+  // ranks, which AsStored cannot know: compare with the q8 set's own export).
+  ReshardSet(d + "/q8", d + "/back", 2, std::nullopt, StateFmt::kFp32);
+  {
+    std::vector<float> q8vals[3], backvals[3];
+    for (int pass = 0; pass < 2; ++pass) {
+      const std::string set = d + (pass == 0 ? "/q8" : "/back");
+      const int world = pass == 0 ? 3 : 2;
+      for (int k = 0; k < world; ++k) {
+        const Store st = Store::Open(set + "/rank-" + std::to_string(k), StoreAccess::kRead);
+        EXPECT_EQ(st.state(), pass == 0 ? StateFmt::kQ8 : StateFmt::kFp32);
+        for (int v = 0; v < 3; ++v) {
+          std::vector<std::vector<float>> buf;
+          std::vector<float*> p;
+          for (const TensorSpec& t : st.layout()->tensors()) buf.emplace_back(t.numel);
+          for (auto& x : buf) p.push_back(x.data());
+          ExportState(st, kVars[v], p);
+          for (auto& x : buf) (pass == 0 ? q8vals : backvals)[v].insert(
+              (pass == 0 ? q8vals : backvals)[v].end(), x.begin(), x.end());
+        }
+      }
+    }
+    for (int v = 0; v < 3; ++v) {
+      ASSERT_EQ(q8vals[v].size(), Total());
+      ASSERT_TRUE(std::memcmp(q8vals[v].data(), backvals[v].data(), 4 * Total()) == 0)
+          << kVars[v];
+    }
+  }
+  ReshardSet(d + "/src", d + "/bf16", 2, std::nullopt, StateFmt::kQ8Bf16);
+  ExpectSet(d + "/bf16", 2, 1, StateFmt::kQ8Bf16);
+  const Cli c = RunCli("reshard --from " + Q(d + "/src") + " --to " + Q(d + "/cli") +
+                       " --world 1 --state q8 --json");
+  ASSERT_EQ(c.status, 0) << c.out;
+  const nlohmann::json j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j.at("state"), "q8");
+  EXPECT_EQ(j.at("source_state"), "fp32");
+  ExpectSet(d + "/cli", 1, 1, StateFmt::kQ8);
+  const Cli t = RunCli("reshard --from " + Q(d + "/q8") + " --to " + Q(d + "/cli2") +
+                       " --world 2 --state fp32");
+  ASSERT_EQ(t.status, 0) << t.out;
+  EXPECT_NE(t.out.find("format fp32 (from q8)"), std::string::npos) << t.out;
+  const Cli bad = RunCli("reshard --from " + Q(d + "/src") + " --to " + Q(d + "/bad") +
+                         " --world 2 --state q4");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.out.find("--state"), std::string::npos) << bad.out;
+  EXPECT_FALSE(fs::exists(d + "/bad"));
 }
 
 // Runs `f`, expects it to throw E with `text` in the message.

@@ -18,6 +18,7 @@ struct ReshardOpts {
   uint64_t world = 0;
   unsigned devices = 0;  // 0: not given (as the source's)
   uint64_t device_mem = uint64_t{4} << 30;
+  std::string state;  // "": the source's
   bool json = false;
 };
 
@@ -28,9 +29,10 @@ void Print(const ReshardResult& r) {
               r.dst.c_str(), r.ranks.size(), r.devices, static_cast<long long>(r.step));
   std::string vars;
   for (const std::string& v : r.vars) vars += (vars.empty() ? "" : ", ") + v;
-  std::printf("  %llu elements, optimizer %s, state %s\n",
+  std::printf("  %llu elements, optimizer %s, state %s, format %s%s\n",
               static_cast<unsigned long long>(r.total_elements), r.optimizer.c_str(),
-              vars.c_str());
+              vars.c_str(), r.state.c_str(),
+              r.state == r.source_state ? "" : (" (from " + r.source_state + ")").c_str());
   for (const ReshardRank& k : r.ranks) {
     std::printf("  rank %llu: elements [%llu, %llu) (%llu) in %s\n",
                 static_cast<unsigned long long>(k.rank), static_cast<unsigned long long>(k.begin),
@@ -59,6 +61,10 @@ void AddReshardCommand(CLI::App& app) {
                 "device memory per device in bytes that the new stores' subgroups are sized for")
       ->check(Count(uint64_t{1} << 20, uint64_t{1} << 50))
       ->capture_default_str();
+  c->add_option("--state", o->state,
+                "the new stores' state format fp32|q8|q8-bf16 (docs/state-formats.md; default: "
+                "the source's)")
+      ->check(CLI::IsMember({"fp32", "q8", "q8-bf16"}));
   c->add_flag("--json", o->json, "print JSON");
   c->callback([o] {
     ReshardOptions ro;
@@ -67,6 +73,7 @@ void AddReshardCommand(CLI::App& app) {
     ro.world = static_cast<int64_t>(o->world);
     if (o->devices != 0) ro.devices = o->devices;
     ro.device_mem = o->device_mem;
+    if (!o->state.empty()) ro.state = ParseStateFmt(o->state);
     const ReshardResult r = Reshard(ro);
     RecordDone("wrote the resharded set '" + r.dst + "'");
     if (o->json) {

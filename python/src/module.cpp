@@ -791,7 +791,7 @@ class PySession {
 // name is still checked, as the sessions the Python code once opened checked it).
 int64_t Reshard(const std::string& src, const std::string& dst, int64_t world,
                 std::optional<int64_t> devices, const std::string& backend, uint64_t device_mem,
-                bool /*link_model*/) {
+                bool /*link_model*/, const std::optional<std::string>& state) {
   ParseBackend(backend);
   ReshardOptions o;
   o.src = src;
@@ -799,6 +799,7 @@ int64_t Reshard(const std::string& src, const std::string& dst, int64_t world,
   o.world = world;
   o.devices = devices;
   o.device_mem = device_mem;
+  if (state) o.state = ParseStateFmt(*state);
   py::gil_scoped_release nogil;
   return csdkit::Reshard(o).step;
 }
@@ -816,8 +817,10 @@ PYBIND11_MODULE(_csdkit, m) {
   m.def("reshard", &csdkit::py_binding::Reshard, py::arg("src"), py::arg("dst"), py::arg("world"),
         py::arg("devices") = py::none(), py::kw_only(), py::arg("backend") = "model",
         py::arg("device_mem") = uint64_t{4} << 30, py::arg("link_model") = true,
+        py::arg("state") = py::none(),
         R"(Re-splits the rank stores under `src` into a new set under `dst` for `world` ranks
-(`devices` devices per store; None: as src's rank 0) at the same committed step, and returns
+(`devices` devices per store; None: as src's rank 0; `state`: the new stores' state format,
+'fp32' | 'q8' | 'q8-bf16', None: the source's) at the same committed step, and returns
 that step (csdkit/runtime/reshard.h; `csdkit reshard` runs the same code). StoreError for a set
 that cannot be re-split, ValueError for a bad argument; nothing is left in `dst` on a failure.
 device_mem sizes the new stores' subgroups; backend and link_model change nothing (no device is

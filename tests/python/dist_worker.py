@@ -48,6 +48,7 @@ def main():
     ap.add_argument("--none-rank", type=int, default=-1, help="... on this rank (-1: all)")
     ap.add_argument("--topk", type=float, default=None, help="compress=TopK(ratio)")
     ap.add_argument("--devices", type=int, default=1)
+    ap.add_argument("--state", default="fp32", help="the stores' state format")
     ap.add_argument("--loss-scales", default=None, help="comma-separated, one per step")
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--save-state", default=None,
@@ -62,7 +63,8 @@ def main():
     try:
         model = dist_common.make_model(DTYPES[a.dtype], hidden=a.hidden)
         kw = dict(store=a.store, devices=a.devices, max_grad_norm=a.max_grad_norm,
-                  fused=bool(a.loss_scales))  # GradScaler.step hands itself to step()
+                  fused=bool(a.loss_scales),  # GradScaler.step hands itself to step()
+                  state=a.state)
         if a.topk is not None:
             kw["compress"] = csdkit.torch.TopK(a.topk)
         if a.opt == "SGD":

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/json_file.h"
 #include "csdkit/platform/optimizer.h"
 #include "csdkit/platform/pause_point.h"
@@ -299,7 +300,7 @@ struct Source {
 
 std::string ConfigText(const StoreConfig& c) {
   return std::string("optimizer ") + OptimizerName(c.hyper.opt) + ", grad " + DTypeName(c.grad) +
-         ", out " + OutDTypeName(c.out);
+         ", out " + OutDTypeName(c.out) + ", state " + StateFmtName(c.state);
 }
 
 Source ReadSource(const std::string& src, const RankSet& set) {
@@ -432,7 +433,8 @@ struct NewRank {
 };
 
 std::vector<NewRank> PlanNewRanks(const Source& s, const std::vector<RankSlice>& slices,
-                                  unsigned devices, uint64_t device_mem, const std::string& dst) {
+                                  unsigned devices, uint64_t device_mem, hls::StateFmt state,
+                                  const std::string& dst) {
   std::vector<NewRank> out;
   size_t first = 0;  // the first tensor that may overlap the next slice
   for (size_t r = 0; r < slices.size(); ++r) {
@@ -473,8 +475,11 @@ std::vector<NewRank> PlanNewRanks(const Source& s, const std::vector<RankSlice>&
     StoreConfig& c = n.config;
     c = s.config;
     c.devices = devices;
+    c.state = state;
     c.hyper = n.hyper.at(0);
-    c.params = n.layout.total();
+    // The flattened size the store will have (a q8 store places every piece on a block).
+    c.params = hls::IsQ8(state) ? ParamLayout(n.layout.tensors(), hls::kQ8Block).total()
+                                : n.layout.total();
     try {
       // As a trainer session sizes a store it creates: the largest subgroup that fits the
       // device memory, at most 1 Mi elements so that loads and compute overlap.
@@ -580,6 +585,8 @@ nlohmann::json ReshardResult::ToJson() const {
           {"devices", devices},
           {"optimizer", optimizer},
           {"vars", vars},
+          {"source_state", source_state},
+          {"state", state},
           {"ranks", ranks_j}};
 }
 
@@ -679,7 +686,8 @@ ReshardResult Reshard(const ReshardOptions& o) {
         PartitionSlices(set.total, static_cast<uint64_t>(o.world));
     source = ReadSource(src, set);
     devices = o.devices ? static_cast<unsigned>(*o.devices) : source.config.devices;
-    plan = PlanNewRanks(source, slices, devices, o.device_mem, dst);
+    plan = PlanNewRanks(source, slices, devices, o.device_mem, o.state.value_or(source.config.state),
+                        dst);
   } catch (...) {
     out.RemoveMade();  // a source refused: the destination is left as it was found
     throw;
@@ -695,6 +703,8 @@ ReshardResult Reshard(const ReshardOptions& o) {
   res.devices = devices;
   res.optimizer = OptimizerName(source.config.hyper.opt);
   res.vars = source.vars;
+  res.source_state = StateFmtName(source.config.state);
+  res.state = StateFmtName(o.state.value_or(source.config.state));
 
   // From here on a failure removes what this call made inside the destination (it is locked:
   // no one else put anything there), then the directories it made (ClaimDestination).

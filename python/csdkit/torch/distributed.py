@@ -96,7 +96,7 @@ def partition(total, world):
 
 
 def reshard(src, dst, world, devices=None, *, backend="model", device_mem=4 << 30,
-            link_model=True):
+            link_model=True, state=None):
     """Re-splits the rank stores under `src` (written by csdkit.torch.distributed for some
     world size) into a new set under `dst` for `world` ranks (`devices` devices per rank store;
     None: as src's rank 0), at the same committed step, so that the optimizer's resume() with
@@ -109,7 +109,9 @@ def reshard(src, dst, world, devices=None, *, backend="model", device_mem=4 << 3
     state variables, the same committed step on every rank, else StoreError naming the ranks and
     steps); then, one new rank at a time, gathers its slice of theta and m/v from the source
     stores it overlaps, creates its store (the source's optimizer, dtypes, loss scale, ftz and
-    seed; subgroups sized for `device_mem`) and imports the slice at that step with, per local
+    seed, and the source's state format or `state` ('fp32', 'q8', 'q8-bf16': converting
+    dequantizes and quantizes as a state import does; q8 blocks follow each new rank's pieces);
+    subgroups sized for `device_mem`) and imports the slice at that step with, per local
     param group, the hyper-parameters the source recorded for the global group; the records
     rank-<r>.json come last. `src` is only read; `dst` must be absent or empty and is left as it
     was found if the reshard fails. StoreError for a set that cannot be re-split, ValueError for
@@ -118,7 +120,8 @@ def reshard(src, dst, world, devices=None, *, backend="model", device_mem=4 << 3
     nothing."""
     return csdkit._csdkit.reshard(os.fspath(src), os.fspath(dst), int(world),
                                   None if devices is None else int(devices), backend=backend,
-                                  device_mem=int(device_mem), link_model=bool(link_model))
+                                  device_mem=int(device_mem), link_model=bool(link_model),
+                                  state=None if state is None else str(state))
 
 
 class _ZeroMixin:
@@ -133,12 +136,6 @@ class _ZeroMixin:
     _bucket_bytes = 25 << 20
 
     def __init__(self, params, *args, process_group=None, **kwargs):
-        if kwargs.get("state", "fp32") != "fp32":
-            raise ValueError(
-                "{}: state={!r}: the partitioned optimizer keeps binary32 state only for now "
-                "(its rank slices are not yet cut on blocks of 256); use state='fp32', or "
-                "csdkit.torch.{} on one process".format(type(self).__name__, kwargs["state"],
-                                                      type(self).__name__))
         if not (dist.is_available() and dist.is_initialized()):
             raise RuntimeError("{}: expected an initialized torch.distributed default process "
                                "group (dist.init_process_group), found none"
@@ -328,7 +325,8 @@ class _ZeroMixin:
                 devices=devices, backend=self._backend, grad_dtype=sess.grad_dtype,
                 out_dtype=sess.out_dtype, loss_scale=float(desc["loss_scale"]),
                 device_mem=self._device_mem, link_model=self._link_model,
-                ftz=bool(desc["ftz"]), seed=int(desc["seed"]))
+                ftz=bool(desc["ftz"]), seed=int(desc["seed"]),
+                state=str(desc.get("state", "fp32")))
             made = True
             if step > 0:
                 grown.import_state(step, bufs["theta"], m=bufs.get("m"), v=bufs.get("v"),
@@ -515,6 +513,10 @@ class _ZeroMixin:
                                               backend=self._backend,
                                               device_mem=self._device_mem,
                                               link_model=self._link_model)
+                error = self._state_format_error(session)
+                if error:
+                    session = None  # (closes it: releases the store's lock)
+                    raise ValueError(error)
             else:
                 with torch.no_grad():
                     flat = [p.detach().reshape(-1) for p in params]
@@ -525,7 +527,7 @@ class _ZeroMixin:
                     self._store_dir, plan["layout"], [hyper[g] for g in plan["groups"]],
                     weights, optimizer=self._optimizer, devices=self._devices,
                     backend=self._backend, device_mem=self._device_mem,
-                    link_model=self._link_model)
+                    link_model=self._link_model, state=self._state_fmt)
                 tmp = self._record_path + ".tmp"
                 with open(tmp, "w") as f:
                     json.dump(record, f, indent=1)

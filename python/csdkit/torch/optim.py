@@ -631,6 +631,17 @@ class _StoreOptimizer(torch.optim.Optimizer):
                 raise ValueError("{}: expected param group {} (the store's layout), found {}"
                                  .format(name, g0, g))
 
+    def _state_format_error(self, session):
+        """Why a store opened as `session` cannot be used with `state=` (its format is
+        another), or None. The caller drops the session (releasing the store's lock) before it
+        raises the ValueError."""
+        found = session.describe().get("state", "fp32")
+        if found == self._state_fmt:
+            return None
+        return ("state: expected the store {!r} in {!r} (state={!r}), found {!r}: a store "
+                "keeps the format it was created with; pass state={!r}".format(
+                    self._store_dir, self._state_fmt, self._state_fmt, found, found))
+
     def _ensure_session(self, check_weights=True):
         self._check_open()
         params, layout = self._describe_model()
@@ -645,13 +656,10 @@ class _StoreOptimizer(torch.optim.Optimizer):
             session = csdkit.Session.open(self._store_dir, layout, backend=self._backend,
                                           device_mem=self._device_mem,
                                           link_model=self._link_model)
-            found = session.describe().get("state", "fp32")
-            if found != self._state_fmt:
+            error = self._state_format_error(session)
+            if error:
                 session = None  # (closes it: releases the store's lock)
-                raise ValueError(
-                    "state: expected the store {!r} in {!r} (state={!r}), found {!r}: a store "
-                    "keeps the format it was created with; pass state={!r}".format(
-                        self._store_dir, self._state_fmt, self._state_fmt, found, found))
+                raise ValueError(error)
         else:
             # A store path whose parent does not exist yet (accepted at construction when
             # its nearest existing ancestor is writable): the directories above it first.

@@ -19,16 +19,17 @@
 // ranks 0 .. W-1 all present and ranges following the rule; a new world for which every rank
 // owns an element; every source store opens for reading (a writer at work on it is refused),
 // has a layout of pieces that tile its record's range and, together, the whole model, keeps the
-// same variables and optimizer, gradient and output dtypes as rank 0's, and is at the same
-// committed step as every other (else the refusal lists every rank's step: resume with the old
+// same variables and optimizer, gradient and output dtypes and state format as rank 0's, and is
+// at the same committed step as every other (else the refusal lists every rank's step: resume with the old
 // world size first, which rolls a group back to its common step); every new store's
 // configuration (device count against its slice, device memory) is valid.
 //
 // WHAT IT WRITES. For each new rank r, DST/rank-<r>/ cut as the trainer cuts it (pieces of the
 // tensors its slice overlaps, local param groups numbered in order of appearance, each with the
 // hyper-parameters the source recorded for that torch group), created with the source's
-// optimizer, gradient and output dtypes, loss scale, FTZ policy and seed, `devices` devices (or
-// the source's), subgroups sized for `device_mem` as a trainer session sizes them; then its
+// optimizer, gradient and output dtypes, loss scale, FTZ policy and seed, and the source's state
+// format or `state` (q8 blocks follow each new store's pieces, so moments whose blocks move are
+// requantized), `devices` devices (or the source's), subgroups sized for `device_mem` as a trainer session sizes them; then its
 // slice of theta, m and/or v imported and committed at the source's step (state_io.h), each
 // piece with its tensor's step count (the pieces of a tensor must agree: else refused). When
 // every store is written, the records DST/rank-<r>.json: rank 0's source record with the new
@@ -56,6 +57,8 @@
 #include <string>
 #include <vector>
 
+#include "csdkit/hls/mode.h"
+
 namespace csdkit {
 
 /// The format member of a partition record.
@@ -81,6 +84,10 @@ struct ReshardOptions {
   /// Device memory per device the new stores are sized for: their subgroup size is the largest
   /// that fits it (SubgroupForMemory), at most 1 Mi elements — what a trainer session picks.
   uint64_t device_mem = uint64_t{4} << 30;
+  /// The new stores' state format (docs/state-formats.md); nullopt = the source's. Converting
+  /// dequantizes the source's moments (a q8 set) and quantizes them for a q8 set, theta rounded
+  /// to bf16 by nearest even for q8-bf16, as a state import does (state_io.h).
+  std::optional<hls::StateFmt> state;
 };
 
 /// One new rank of a reshard.
@@ -100,6 +107,7 @@ struct ReshardResult {
   unsigned devices = 0;         ///< each new store's device count
   std::string optimizer;
   std::vector<std::string> vars;  ///< the state variables carried over: theta, then m and/or v
+  std::string source_state, state;  ///< the state formats of the source and of the new set
   std::vector<ReshardRank> ranks;
 
   nlohmann::json ToJson() const;
