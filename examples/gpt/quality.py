@@ -93,15 +93,7 @@ def parse_args(argv):
                     help="iterations per run (default 200)")
     ap.add_argument("--out", type=Path, default=Path("quality-out"),
                     help="output directory, absent or empty (default quality-out)")
-    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                    help="where the model lives (train_gpt.py --device; default cpu)")
-    ap.add_argument("--jobs", type=int, default=1,
-                    help="variants run at the same time, in separate processes (default 1)")
-    ap.add_argument("--store", type=Path, default=None,
-                    help="parent of the runs' stores, absent or empty (default: each run's "
-                         "<out>/<variant>/store); the store of a variant is <store>/<variant>")
-    ap.add_argument("--keep-stores", action="store_true",
-                    help="keep each run's store (by default it is removed once the run is done)")
+    add_runner_options(ap)
     for opt, kind in PASS_THROUGH:
         choices = ("bfloat16", "float32") if opt == "--dtype" else None
         ap.add_argument(opt, type=kind, default=None, choices=choices,
@@ -114,6 +106,20 @@ def parse_args(argv):
         ap.error("--store {}: expected a directory other than --out, found the same"
                  .format(args.store))
     return args
+
+
+def add_runner_options(ap):
+    """The options of how the study's runs are made (run_jobs reads them): --device, --jobs,
+    --store, --keep-stores. state_quality.py takes them too."""
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the model lives (train_gpt.py --device; default cpu)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="variants run at the same time, in separate processes (default 1)")
+    ap.add_argument("--store", type=Path, default=None,
+                    help="parent of the runs' stores, absent or empty (default: each run's "
+                         "<out>/<variant>/store); the store of a variant is <store>/<variant>")
+    ap.add_argument("--keep-stores", action="store_true",
+                    help="keep each run's store (by default it is removed once the run is done)")
 
 
 def prepare_dir(option, path):

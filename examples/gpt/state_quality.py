@@ -106,15 +106,7 @@ def parse_args(argv):
     ap.add_argument("--lr", type=float, default=1e-3, help="pretraining peak LR (default 1e-3)")
     ap.add_argument("--finetune-lr", type=float, default=3e-4,
                     help="fine-tuning peak LR (default 3e-4)")
-    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                    help="where the model lives (train_gpt.py --device; default cpu)")
-    ap.add_argument("--jobs", type=int, default=1,
-                    help="variants of a phase run at the same time (default 1)")
-    ap.add_argument("--store", type=Path, default=None,
-                    help="parent of the runs' stores, absent or empty (default: each run's "
-                         "<out>/<variant>/store)")
-    ap.add_argument("--keep-stores", action="store_true",
-                    help="keep each run's store (by default it is removed once the run is done)")
+    quality.add_runner_options(ap)
     for opt, kind in PASS_THROUGH + SHAPE:
         ap.add_argument(opt, type=kind, default=None, help="passed to train_gpt.py")
     args = ap.parse_args(argv)

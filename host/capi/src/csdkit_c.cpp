@@ -347,6 +347,23 @@ void ToReport(const csdkit::StepReport& r, std::chrono::steady_clock::time_point
   for (unsigned k = 0; k < CSDKIT_NUM_LINKS; ++k) report->link_bytes[k] = r.bytes.bytes[k];
 }
 
+// The checks and the theta part shared by csdkit_state_import and csdkit_state_import_q8.
+csdkit::StateImport BeginImport(csdkit_store* store, int64_t step, const void* const* theta,
+                                csdkit_dtype theta_dtype, size_t n_tensors) {
+  CheckStore(store);
+  const csdkit::ParamLayout& l = *store->store->layout();
+  NotNull(theta, "theta");
+  if (n_tensors != l.tensors().size()) {
+    Invalid("n_tensors: expected the layout's " + std::to_string(l.tensors().size()) +
+            " tensors, found " + std::to_string(n_tensors));
+  }
+  csdkit::StateImport in;
+  in.step = step;
+  in.theta_dtype = ToDType(theta_dtype, "theta_dtype");
+  in.theta.assign(theta, theta + n_tensors);
+  return in;
+}
+
 }  // namespace
 
 extern "C" {
@@ -661,18 +678,8 @@ csdkit_status csdkit_state_import(csdkit_store* store, int64_t step, const void*
                                   csdkit_dtype theta_dtype, const float* const* m,
                                   const float* const* v, size_t n_tensors) {
   return Guard(store, [&] {
-    CheckStore(store);
+    csdkit::StateImport in = BeginImport(store, step, theta, theta_dtype, n_tensors);
     csdkit::Store& s = *store->store;
-    const csdkit::ParamLayout& l = *s.layout();
-    NotNull(theta, "theta");
-    if (n_tensors != l.tensors().size()) {
-      Invalid("n_tensors: expected the layout's " + std::to_string(l.tensors().size()) +
-              " tensors, found " + std::to_string(n_tensors));
-    }
-    csdkit::StateImport in;
-    in.step = step;
-    in.theta_dtype = ToDType(theta_dtype, "theta_dtype");
-    in.theta.assign(theta, theta + n_tensors);
     if (m) in.m.assign(m, m + n_tensors);
     if (v) in.v.assign(v, v + n_tensors);
     csdkit::ImportState(s, in);
@@ -699,14 +706,8 @@ csdkit_status csdkit_state_import_q8(csdkit_store* store, int64_t step, const vo
                                      const uint8_t* const* v_codes,
                                      const float* const* v_absmax, size_t n_tensors) {
   return Guard(store, [&] {
-    CheckStore(store);
+    csdkit::StateImport in = BeginImport(store, step, theta, theta_dtype, n_tensors);
     csdkit::Store& s = *store->store;
-    const csdkit::ParamLayout& l = *s.layout();
-    NotNull(theta, "theta");
-    if (n_tensors != l.tensors().size()) {
-      Invalid("n_tensors: expected the layout's " + std::to_string(l.tensors().size()) +
-              " tensors, found " + std::to_string(n_tensors));
-    }
     if (!csdkit::hls::IsQ8(s.state())) {
       Invalid("store: expected a q8 or q8-bf16 store for codes, found one that keeps " +
               std::string(csdkit::StateFmtName(s.state())) + " state (use csdkit_state_import)");
@@ -717,10 +718,6 @@ csdkit_status csdkit_state_import_q8(csdkit_store* store, int64_t step, const vo
                                                                         : "v_codes / v_absmax") +
               ": expected both or neither, found one of them NULL");
     }
-    csdkit::StateImport in;
-    in.step = step;
-    in.theta_dtype = ToDType(theta_dtype, "theta_dtype");
-    in.theta.assign(theta, theta + n_tensors);
     if (m_codes) {
       in.m_codes.assign(m_codes, m_codes + n_tensors);
       in.m_absmax.assign(m_absmax, m_absmax + n_tensors);
