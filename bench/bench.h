@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "csdkit/platform/aligned_buffer.h"
@@ -20,6 +21,9 @@ struct KernelBenchOptions {
   bool progress = false;  // progress lines on stderr
   bool general = true;    // also time the general datapath (csd_update_general)
   bool torch = true;      // also time PyTorch's CPU AdamW (fp32 configurations)
+  // The state formats to time, each configuration in each: "fp32", "q8", "q8-bf16" (q8-bf16 has
+  // no fp16 copy: its configurations with one get a bf16 copy instead).
+  std::vector<std::string> states = {"fp32"};
   std::string python = "/usr/bin/python3";  // the interpreter with torch for that
   // The page size behind every timed array (the problems' buffers and the triad's): huge pages
   // (the runtime's own buffers) or 4 KiB pages (what a tool that allocates with malloc gets),

@@ -17,6 +17,7 @@
 #include "csdkit/platform/aligned_buffer.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/problem.h"
 #include "csdkit/platform/update_launch.h"
 #include "csdkit/platform/worker_pool.h"
@@ -43,13 +44,16 @@ struct Config {
   double topk;
 };
 
-// Bytes the kernel moves per element: state read + written, gradient read, copy written.
+// Bytes the kernel moves per element: state read + written, gradient read, copy written. In
+// the q8 formats a moment is 1 byte of code per element and 4 bytes of absmax per block, theta
+// 2 bytes in q8-bf16.
 double BytesPerElement(const Problem& p) {
   hls::Mode md{};
   hls::DecodeMode(p.launch.mode, &md);
-  double b = 8.0;  // theta read + write
-  if (hls::UsesM(md)) b += 8.0;
-  if (hls::UsesV(md)) b += 8.0;
+  const double moment = hls::IsQ8(md.state) ? 2.0 + 8.0 / hls::kQ8Block : 8.0;
+  double b = md.state == hls::StateFmt::kQ8Bf16 ? 4.0 : 8.0;  // theta read + write
+  if (hls::UsesM(md)) b += moment;
+  if (hls::UsesV(md)) b += moment;
   if (md.out != DType::kFp32) b += 2.0;
   if (md.sparse) {
     b += (static_cast<double>(p.nnz) * (2 + DTypeBytes(md.grad)) +
@@ -282,6 +286,153 @@ __attribute__((target("avx512f,avx512bw"))) void PatternBlocked512(const Pattern
   PatternTail(a, i);
 }
 
+// The q8 formats' pattern bound: the same idea as PatternArgs' shapes over the bytes a q8 launch
+// moves: theta (binary32 or bf16 halves) and each moment's codes (1 byte per element) read and
+// stored back in place, each moment's absmax (4 bytes per block of 256) likewise once per block,
+// the gradient read, the copy written (streaming stores where the kernel streams it), every
+// line read prefetched 512 elements ahead. Blocked: a block's loads, then its stores, 32
+// elements per block with 256-bit vectors and 64 with 512-bit ones (AVX-512 F/BW).
+struct Q8PatternArgs {
+  uint8_t* th;
+  uint8_t* mc;   // m's codes; null when the optimizer keeps no m
+  uint8_t* vc;   // v's codes; null when it keeps no v
+  uint32_t* ma;  // m's absmax values (when mc)
+  uint32_t* va;  // v's (when vc)
+  const uint8_t* g;
+  uint16_t* o;  // the copy; null when there is none
+  uint32_t n;   // a multiple of 256
+  bool stream;
+};
+
+// The block's lines of each stream, 512 elements ahead (kTb, kGb: bytes per element of theta
+// and of the gradient).
+template <uint32_t kElems, unsigned kTb, unsigned kGb>
+__attribute__((always_inline)) inline void PrefetchQ8(const Q8PatternArgs& a, uint32_t i) {
+  const size_t at = size_t{i} + 512;
+  _Pragma("GCC unroll 8") for (size_t l = 0; l < size_t{kElems} * 4; l += 64) {
+    if (l < kElems * kTb) PrefetchAt(a.th, at * kTb + l);
+    if (l < kElems * kGb) PrefetchAt(a.g, at * kGb + l);
+    if (l < kElems && a.mc != nullptr) PrefetchAt(a.mc, at + l);
+    if (l < kElems && a.vc != nullptr) PrefetchAt(a.vc, at + l);
+  }
+}
+
+// One block's absmax values loaded and stored back, at the start of each q8 block.
+__attribute__((always_inline)) inline void AbsmaxQ8(const Q8PatternArgs& a, uint32_t i) {
+  if (i % hls::kQ8Block != 0u) return;
+  const uint32_t b = i / hls::kQ8Block;
+  if (a.mc != nullptr) *static_cast<volatile uint32_t*>(a.ma + b) = a.ma[b];
+  if (a.vc != nullptr) *static_cast<volatile uint32_t*>(a.va + b) = a.va[b];
+}
+
+template <unsigned kTb, unsigned kGb, bool kCopy>
+__attribute__((target("avx2,f16c"))) void PatternQ8Blocked256(const Q8PatternArgs& a) {
+  constexpr unsigned kT = kTb, kG = kGb;  // 256-bit vectors of theta and gradient per block
+  for (uint32_t i = 0; i < a.n; i += 32) {
+    if (i % 64 == 0) PrefetchQ8<64, kTb, kGb>(a, i);
+    __m256i t[kT], g[kG], x = {}, y = {};
+    for (unsigned u = 0; u < kT; ++u) {
+      t[u] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.th + size_t{i} * kTb) + u);
+    }
+    for (unsigned u = 0; u < kG; ++u) {
+      g[u] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.g + size_t{i} * kGb) + u);
+    }
+    if (a.mc != nullptr) x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.mc + i));
+    if (a.vc != nullptr) y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.vc + i));
+    for (unsigned u = 0; u < kT; ++u) asm("" : "+x"(t[u]));
+    asm("" : "+x"(x), "+x"(y));
+    for (unsigned u = 0; u < kG; ++u) asm volatile("" : : "x"(g[u]));
+    for (unsigned u = 0; u < kT; ++u) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.th + size_t{i} * kTb) + u, t[u]);
+    }
+    if (a.mc != nullptr) _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.mc + i), x);
+    if (a.vc != nullptr) _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.vc + i), y);
+    AbsmaxQ8(a, i);
+    if constexpr (kCopy) {
+      __m256i h[2];
+      if constexpr (kTb == 2) {
+        h[0] = t[0];
+        h[1] = t[1];
+      } else {
+        for (unsigned u = 0; u < 2; ++u) {
+          h[u] = _mm256_permute4x64_epi64(
+              _mm256_packus_epi32(_mm256_srli_epi32(t[2 * u], 16),
+                                  _mm256_srli_epi32(t[2 * u + 1], 16)),
+              0xd8);
+        }
+      }
+      __m256i* const q = reinterpret_cast<__m256i*>(a.o + i);
+      for (unsigned u = 0; u < 2; ++u) {
+        if (a.stream) {
+          _mm256_stream_si256(q + u, h[u]);
+        } else {
+          _mm256_storeu_si256(q + u, h[u]);
+        }
+      }
+    }
+  }
+  if (a.stream) _mm_sfence();
+}
+
+template <unsigned kTb, unsigned kGb, bool kCopy>
+__attribute__((target("avx512f,avx512bw"))) void PatternQ8Blocked512(const Q8PatternArgs& a) {
+  constexpr unsigned kT = kTb, kG = kGb;  // 512-bit vectors of theta and gradient per block
+  for (uint32_t i = 0; i < a.n; i += 64) {
+    PrefetchQ8<64, kTb, kGb>(a, i);
+    __m512i t[kT], g[kG], x = _mm512_setzero_si512(), y = _mm512_setzero_si512();
+    for (unsigned u = 0; u < kT; ++u) t[u] = _mm512_loadu_si512(a.th + size_t{i} * kTb + 64 * u);
+    for (unsigned u = 0; u < kG; ++u) g[u] = _mm512_loadu_si512(a.g + size_t{i} * kGb + 64 * u);
+    if (a.mc != nullptr) x = _mm512_loadu_si512(a.mc + i);
+    if (a.vc != nullptr) y = _mm512_loadu_si512(a.vc + i);
+    for (unsigned u = 0; u < kT; ++u) asm("" : "+v"(t[u]));
+    asm("" : "+v"(x), "+v"(y));
+    for (unsigned u = 0; u < kG; ++u) asm volatile("" : : "v"(g[u]));
+    for (unsigned u = 0; u < kT; ++u) _mm512_storeu_si512(a.th + size_t{i} * kTb + 64 * u, t[u]);
+    if (a.mc != nullptr) _mm512_storeu_si512(a.mc + i, x);
+    if (a.vc != nullptr) _mm512_storeu_si512(a.vc + i, y);
+    AbsmaxQ8(a, i);
+    if constexpr (kCopy) {
+      if constexpr (kTb == 2) {
+        for (unsigned u = 0; u < 2; ++u) {
+          if (a.stream) {
+            _mm512_stream_si512(reinterpret_cast<__m512i*>(a.o + i) + u, t[u]);
+          } else {
+            _mm512_storeu_si512(a.o + i + 32 * u, t[u]);
+          }
+        }
+      } else {
+        for (unsigned u = 0; u < 4; ++u) {
+          const __m256i h = _mm512_maskz_cvtepi32_epi16(
+              kAll16, _mm512_maskz_srli_epi32(kAll16, t[u], 16));
+          __m256i* const q = reinterpret_cast<__m256i*>(a.o + i + 16 * u);
+          if (a.stream) {
+            _mm256_stream_si256(q, h);
+          } else {
+            _mm256_storeu_si256(q, h);
+          }
+        }
+      }
+    }
+  }
+  if (a.stream) _mm_sfence();
+}
+
+using Q8Pass = void (*)(const Q8PatternArgs&);
+
+template <bool k512, unsigned kTb, unsigned kGb>
+Q8Pass PickQ8Copy(bool copy) {
+  if (k512) {
+    return copy ? &PatternQ8Blocked512<kTb, kGb, true> : &PatternQ8Blocked512<kTb, kGb, false>;
+  }
+  return copy ? &PatternQ8Blocked256<kTb, kGb, true> : &PatternQ8Blocked256<kTb, kGb, false>;
+}
+
+template <bool k512>
+Q8Pass PickQ8(unsigned tb, unsigned gb, bool copy) {
+  if (tb == 4) return gb == 4 ? PickQ8Copy<k512, 4, 4>(copy) : PickQ8Copy<k512, 4, 2>(copy);
+  return gb == 4 ? PickQ8Copy<k512, 2, 4>(copy) : PickQ8Copy<k512, 2, 2>(copy);
+}
+
 // The problem's buffers moved to memory of the given page kind (same bytes).
 void Repage(UpdateBuffers& b, AlignedBuffer::Pages pages) {
   b.ForEachBuffer([pages](const hls::ArgInfo&, AlignedBuffer& a) {
@@ -409,159 +560,200 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
 
   json results = json::array();
   json target;
-  for (const Config& cfg : configs) {
-    for (unsigned t = o.min_threads; t <= o.max_threads; ++t) {
-      // t independent subgroups of n / t elements, one per thread, as the runtime runs them.
-      std::vector<std::unique_ptr<Problem>> ps;
-      for (unsigned i = 0; i < t; ++i) {
-        ProblemSpec spec;
-        spec.hyper = OptimizerConfig::Defaults(cfg.opt);
-        spec.grad.grad = cfg.grad;
-        spec.grad.out = cfg.out;
-        spec.n = o.n / t;
-        spec.topk = cfg.topk;
-        spec.seed = 1000 + i;
-        ps.push_back(std::make_unique<Problem>(Problem::Generate(spec)));
-        if (o.pages != AlignedBuffer::Pages::kHuge) Repage(ps.back()->buf, o.pages);
-      }
-      // The datapaths side by side, interleaved rep by rep so that the machine's noise falls on
-      // each alike: the specialised one on each instruction set, and the general one (the
-      // HLS/RTL/OpenCL datapath). The headline figure is the specialised datapath as csd_update
-      // runs it (the widest instruction set).
-      struct Path {
-        std::string name;
-        HostDatapath dp;
-        hls::host::Isa isa;
-        double best = 1e30;
-      };
-      std::vector<Path> paths;
-      if (hls::host::HasAvx512()) {
-        paths.push_back({"specialised_avx512", HostDatapath::kSpecialised, hls::host::Isa::kAvx512});
-      }
-      paths.push_back({"specialised_avx2", HostDatapath::kSpecialised, hls::host::Isa::kAvx2});
-      if (o.general) paths.push_back({"general", HostDatapath::kGeneral, hls::host::Isa::kAvx2});
-      for (auto& p : ps) p->buf.SetScalars(p->spec.n, p->nnz, p->launch);
-      // The configuration's pattern bound (PatternPass), dense configurations only, timed in the
-      // same rounds.
-      hls::Mode md{};
-      hls::DecodeMode(ps[0]->launch.mode, &md);
-      const bool bound = !md.sparse;
-      struct Shape {
-        const char* name;
-        void (*pass)(const PatternArgs&);
-      };
-      std::vector<Shape> shapes = {{"interleaved_256", &PatternInterleaved},
-                                   {"blocked_256", &PatternBlocked256}};
-      if (hls::host::HasAvx512()) shapes.push_back({"blocked_512", &PatternBlocked512});
-      std::vector<PatternArgs> pargs;
-      for (auto& p : ps) {
-        pargs.push_back(MakePatternArgs(p->buf, p->spec.n, hls::UsesM(md), hls::UsesV(md),
-                                        md.grad, md.out));
-      }
-      double bound_best = 1e30;
-      const char* bound_shape = "";
-      for (unsigned r = 0; r < o.reps; ++r) {
-        for (Path& path : paths) {
-          hls::host::SetIsa(path.isa);
-          const auto t0 = Clock::now();
-          Parallel(t, [&](unsigned i) { InvokeUpdate(WordsOf(ps[i]->buf), path.dp); });
-          path.best = std::min(path.best, std::chrono::duration<double>(Clock::now() - t0).count());
+  for (const std::string& state_name : o.states) {
+    const hls::StateFmt state = ParseStateFmt(state_name);
+    const bool q8 = hls::IsQ8(state);
+    for (Config cfg : configs) {
+      // q8-bf16 keeps no fp16 copy of its bf16 weights: the configuration's copy is bf16.
+      if (state == hls::StateFmt::kQ8Bf16 && cfg.out == DType::kFp16) cfg.out = DType::kBf16;
+      for (unsigned t = o.min_threads; t <= o.max_threads; ++t) {
+        // t independent subgroups of n / t elements, one per thread, as the runtime runs them
+        // (q8: whole blocks).
+        std::vector<std::unique_ptr<Problem>> ps;
+        for (unsigned i = 0; i < t; ++i) {
+          ProblemSpec spec;
+          spec.hyper = OptimizerConfig::Defaults(cfg.opt);
+          spec.grad.grad = cfg.grad;
+          spec.grad.out = cfg.out;
+          spec.grad.state = state;
+          spec.n = q8 ? o.n / t / hls::kQ8Block * hls::kQ8Block : o.n / t;
+          spec.topk = cfg.topk;
+          spec.seed = 1000 + i;
+          ps.push_back(std::make_unique<Problem>(Problem::Generate(spec)));
+          if (o.pages != AlignedBuffer::Pages::kHuge) Repage(ps.back()->buf, o.pages);
         }
-        for (const Shape& sh : shapes) {
-          if (!bound) break;
-          const auto t0 = Clock::now();
-          Parallel(t, [&](unsigned i) { sh.pass(pargs[i]); });
-          const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-          if (sec < bound_best) {
-            bound_best = sec;
-            bound_shape = sh.name;
+        // The datapaths side by side, interleaved rep by rep so that the machine's noise falls on
+        // each alike: the specialised one on each instruction set, and the general one (the
+        // HLS/RTL/OpenCL datapath). The headline figure is the specialised datapath as csd_update
+        // runs it (the widest instruction set).
+        struct Path {
+          std::string name;
+          HostDatapath dp;
+          hls::host::Isa isa;
+          double best = 1e30;
+        };
+        std::vector<Path> paths;
+        if (hls::host::HasAvx512()) {
+          paths.push_back({"specialised_avx512", HostDatapath::kSpecialised, hls::host::Isa::kAvx512});
+        }
+        paths.push_back({"specialised_avx2", HostDatapath::kSpecialised, hls::host::Isa::kAvx2});
+        if (o.general) paths.push_back({"general", HostDatapath::kGeneral, hls::host::Isa::kAvx2});
+        for (auto& p : ps) p->buf.SetScalars(p->spec.n, p->nnz, p->launch);
+        // The configuration's pattern bound (PatternPass), dense configurations only, timed in the
+        // same rounds.
+        hls::Mode md{};
+        hls::DecodeMode(ps[0]->launch.mode, &md);
+        const bool bound = !md.sparse;
+        struct Shape {
+          const char* name;
+          void (*pass)(const PatternArgs&);
+        };
+        std::vector<Shape> shapes = {{"interleaved_256", &PatternInterleaved},
+                                     {"blocked_256", &PatternBlocked256}};
+        if (hls::host::HasAvx512()) shapes.push_back({"blocked_512", &PatternBlocked512});
+        std::vector<PatternArgs> pargs;
+        for (auto& p : ps) {
+          pargs.push_back(MakePatternArgs(p->buf, p->spec.n, hls::UsesM(md), hls::UsesV(md),
+                                          md.grad, md.out));
+        }
+        // The q8 formats: their own pattern (Q8PatternArgs) in place of the fp32 shapes.
+        std::vector<Q8PatternArgs> qargs;
+        std::vector<std::pair<const char*, Q8Pass>> qshapes;
+        if (q8) {
+          shapes.clear();
+          const unsigned tb = state == hls::StateFmt::kQ8Bf16 ? 2 : 4;
+          const unsigned gb = md.grad == DType::kFp32 ? 4 : 2;
+          const bool copy = md.out != DType::kFp32;
+          qshapes.emplace_back("q8_blocked_256", PickQ8<false>(tb, gb, copy));
+          if (hls::host::HasAvx512()) {
+            qshapes.emplace_back("q8_blocked_512", PickQ8<true>(tb, gb, copy));
+          }
+          for (auto& p : ps) {
+            const bool um = hls::UsesM(md), uv = hls::UsesV(md);
+            qargs.push_back({p->buf.theta.data(), um ? p->buf.m.data() : nullptr,
+                             uv ? p->buf.v.data() : nullptr, p->buf.m_absmax.as<uint32_t>(),
+                             p->buf.v_absmax.as<uint32_t>(), p->buf.grad.data(),
+                             copy ? p->buf.out16.as<uint16_t>() : nullptr, p->spec.n,
+                             p->spec.n >= hls::host::kStreamCopyMin});
           }
         }
-      }
-      hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512 : hls::host::Isa::kAvx2);
-      const double best = paths[0].best;
-      uint64_t elems = 0;
-      for (auto& p : ps) elems += p->spec.n;
-      const double eps = static_cast<double>(elems) / best;
-      const double bpe = BytesPerElement(*ps[0]);
-      uint64_t working_set = 0;
-      for (auto& p : ps) {
-        working_set += p->buf.theta.size() + p->buf.m.size() + p->buf.v.size() +
-                       p->buf.grad.size() + p->buf.out16.size();
-      }
-      const double bw = eps * bpe;
-      json r{{"optimizer", OptimizerName(cfg.opt)},
-             {"grad", DTypeName(cfg.grad)},
-             {"out", OutDTypeName(cfg.out)},
-             {"topk", cfg.topk},
-             {"threads", t},
-             {"elements", elems},
-             {"seconds", best},
-             {"elements_per_second", eps},
-             {"bytes_per_element", bpe},
-             {"bandwidth_gbs", bw / 1e9},
-             {"buffer_bytes", working_set},
-             {"fraction_of_triad", bw / triad_bw[t]}};
-      json dps = json::object();
-      for (const Path& path : paths) {
-        dps[path.name] = {{"seconds", path.best},
-                          {"elements_per_second", static_cast<double>(elems) / path.best},
-                          {"relative_to_headline", best / path.best}};
-      }
-      if (bound) {
-        r["pattern_bound"] = {{"seconds", bound_best},
-                              {"shape", bound_shape},
-                              {"elements_per_second", static_cast<double>(elems) / bound_best},
-                              {"bandwidth_gbs",
-                               static_cast<double>(elems) * bpe / bound_best / 1e9}};
-        r["fraction_of_pattern_bound"] = bound_best / best;
-      }
-      r["datapath"] = paths[0].name;
-      r["datapaths"] = dps;
-      if (o.torch && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp32 &&
-          cfg.out == DType::kFp32 && cfg.topk == 0.0) {
-        // The same update by PyTorch (fp32 parameter, gradient and moments), same n and threads.
-        json tj = TorchAdamW(o.python, elems, t, o.reps);
-        if (tj.contains("results")) {
-          for (json& x : tj["results"]) {
-            x["csdkit_relative"] = eps / x["elements_per_second"].get<double>();
+        double bound_best = 1e30;
+        const char* bound_shape = "";
+        for (unsigned r = 0; r < o.reps; ++r) {
+          for (Path& path : paths) {
+            hls::host::SetIsa(path.isa);
+            const auto t0 = Clock::now();
+            Parallel(t, [&](unsigned i) { InvokeUpdate(WordsOf(ps[i]->buf), path.dp); });
+            path.best = std::min(path.best, std::chrono::duration<double>(Clock::now() - t0).count());
+          }
+          for (const Shape& sh : shapes) {
+            if (!bound) break;
+            const auto t0 = Clock::now();
+            Parallel(t, [&](unsigned i) { sh.pass(pargs[i]); });
+            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+            if (sec < bound_best) {
+              bound_best = sec;
+              bound_shape = sh.name;
+            }
+          }
+          for (const auto& [name, pass] : qshapes) {
+            if (!bound) break;
+            const auto t0 = Clock::now();
+            Parallel(t, [&](unsigned i) { pass(qargs[i]); });
+            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+            if (sec < bound_best) {
+              bound_best = sec;
+              bound_shape = name;
+            }
           }
         }
-        r["torch_adamw"] = tj;
-        if (o.progress && tj.contains("results")) {
-          for (const json& x : tj["results"]) {
-            std::fprintf(stderr, "    torch %s AdamW %u threads: %.1f M el/s (csdkit %.2fx)\n",
-                         x["implementation"].get<std::string>().c_str(), t,
-                         x["elements_per_second"].get<double>() / 1e6,
-                         x["csdkit_relative"].get<double>());
-          }
+        hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512 : hls::host::Isa::kAvx2);
+        const double best = paths[0].best;
+        uint64_t elems = 0;
+        for (auto& p : ps) elems += p->spec.n;
+        const double eps = static_cast<double>(elems) / best;
+        const double bpe = BytesPerElement(*ps[0]);
+        uint64_t working_set = 0;
+        for (auto& p : ps) {
+          working_set += p->buf.theta.size() + p->buf.m.size() + p->buf.v.size() +
+                         p->buf.grad.size() + p->buf.out16.size();
         }
-      }
-      if (o.progress) {
-        std::string others;
-        for (size_t i = 1; i < paths.size(); ++i) {
-          char b[96];
-          std::snprintf(b, sizeof b, ", %s %.1f", paths[i].name.c_str(),
-                        static_cast<double>(elems) / paths[i].best / 1e6);
-          others += b;
+        const double bw = eps * bpe;
+        json r{{"state", state_name},
+               {"optimizer", OptimizerName(cfg.opt)},
+               {"grad", DTypeName(cfg.grad)},
+               {"out", OutDTypeName(cfg.out)},
+               {"topk", cfg.topk},
+               {"threads", t},
+               {"elements", elems},
+               {"seconds", best},
+               {"elements_per_second", eps},
+               {"bytes_per_element", bpe},
+               {"bandwidth_gbs", bw / 1e9},
+               {"buffer_bytes", working_set},
+               {"fraction_of_triad", bw / triad_bw[t]}};
+        json dps = json::object();
+        for (const Path& path : paths) {
+          dps[path.name] = {{"seconds", path.best},
+                            {"elements_per_second", static_cast<double>(elems) / path.best},
+                            {"relative_to_headline", best / path.best}};
         }
-        char pb[64] = "";
         if (bound) {
-          std::snprintf(pb, sizeof pb, ", %.1f%% of its pattern bound", 100.0 * bound_best / best);
+          r["pattern_bound"] = {{"seconds", bound_best},
+                                {"shape", bound_shape},
+                                {"elements_per_second", static_cast<double>(elems) / bound_best},
+                                {"bandwidth_gbs",
+                                 static_cast<double>(elems) * bpe / bound_best / 1e9}};
+          r["fraction_of_pattern_bound"] = bound_best / best;
         }
-        std::fprintf(stderr, "  %-8s %s/%s topk=%g threads=%u: %.1f M el/s (%s), %.1f%% of "
-                     "triad%s%s\n", OptimizerName(cfg.opt), DTypeName(cfg.grad),
-                     OutDTypeName(cfg.out), cfg.topk, t, eps / 1e6, paths[0].name.c_str(),
-                     100.0 * bw / triad_bw[t], pb, others.c_str());
+        r["datapath"] = paths[0].name;
+        r["datapaths"] = dps;
+        if (o.torch && !q8 && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp32 &&
+            cfg.out == DType::kFp32 && cfg.topk == 0.0) {
+          // The same update by PyTorch (fp32 parameter, gradient and moments), same n and threads.
+          json tj = TorchAdamW(o.python, elems, t, o.reps);
+          if (tj.contains("results")) {
+            for (json& x : tj["results"]) {
+              x["csdkit_relative"] = eps / x["elements_per_second"].get<double>();
+            }
+          }
+          r["torch_adamw"] = tj;
+          if (o.progress && tj.contains("results")) {
+            for (const json& x : tj["results"]) {
+              std::fprintf(stderr, "    torch %s AdamW %u threads: %.1f M el/s (csdkit %.2fx)\n",
+                           x["implementation"].get<std::string>().c_str(), t,
+                           x["elements_per_second"].get<double>() / 1e6,
+                           x["csdkit_relative"].get<double>());
+            }
+          }
+        }
+        if (o.progress) {
+          std::string others;
+          for (size_t i = 1; i < paths.size(); ++i) {
+            char b[96];
+            std::snprintf(b, sizeof b, ", %s %.1f", paths[i].name.c_str(),
+                          static_cast<double>(elems) / paths[i].best / 1e6);
+            others += b;
+          }
+          char pb[64] = "";
+          if (bound) {
+            std::snprintf(pb, sizeof pb, ", %.1f%% of its pattern bound", 100.0 * bound_best / best);
+          }
+          std::fprintf(stderr, "  %-7s %-8s %s/%s topk=%g threads=%u: %.1f M el/s (%s), %.1f%% "
+                       "of triad%s%s\n", state_name.c_str(), OptimizerName(cfg.opt),
+                       DTypeName(cfg.grad),
+                       OutDTypeName(cfg.out), cfg.topk, t, eps / 1e6, paths[0].name.c_str(),
+                       100.0 * bw / triad_bw[t], pb, others.c_str());
+        }
+        if (!q8 && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp16 &&
+            cfg.out == DType::kFp16 && cfg.topk == 0.0 && t == o.max_threads) {
+          target = {{"config", "adamw grad=fp16 out=fp16 dense, " + std::to_string(t) + " threads"},
+                    {"fraction_of_triad", bw / triad_bw[t]},
+                    {"goal", 0.8},
+                    {"met", bw / triad_bw[t] >= 0.8}};
+        }
+        results.push_back(r);
       }
-      if (cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp16 && cfg.out == DType::kFp16 &&
-          cfg.topk == 0.0 && t == o.max_threads) {
-        target = {{"config", "adamw grad=fp16 out=fp16 dense, " + std::to_string(t) + " threads"},
-                  {"fraction_of_triad", bw / triad_bw[t]},
-                  {"goal", 0.8},
-                  {"met", bw / triad_bw[t] >= 0.8}};
-      }
-      results.push_back(r);
     }
   }
   out["results"] = results;

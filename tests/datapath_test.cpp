@@ -5,20 +5,28 @@
 // subnormals, huge values) at a high rate, on each instruction set the processor runs, the
 // status word's integrity lanes included, computed both ways the specialised datapath has:
 // folded into its loops (VPCLMULQDQ) and around them in chunks (any other CRC implementation).
+// Then the steps of its q8 formats (datapath_q8.h) against the state_q8.h functions they
+// replace, on inputs chosen at the edges: every code under special absmax values, every
+// threshold of both maps and its neighbours, tiny, huge and non-finite blocks, counters whose
+// low word wraps. (The q8 launches as a whole: state_q8_kernel_test.)
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/hls/word.h"
 #include "csdkit/platform/problem.h"
+#include "csdkit/platform/splitmix.h"
 #include "csdkit/platform/update_launch.h"
 #include "crc_fast.h"
 #include "datapath.h"
+#include "datapath_q8.h"
 #include "test_util.h"
 
 namespace csdkit::testing {
@@ -154,6 +162,166 @@ TEST(SpecialisedDatapathIsa, WidestByDefaultAndRefusesWhatTheProcessorLacks) {
   std::printf("specialised datapath: %s (AVX-512 %s)\n", hh::IsaName(hh::ActiveIsa()),
               hh::HasAvx512() ? "present: both instruction sets tested" : "absent: AVX2 only");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The q8 steps.
+
+using hls::F2U;
+using hls::U2F;
+constexpr uint32_t kBlock = hls::kQ8Block;
+
+// Binary32 patterns at the edges: zeros, the smallest and largest subnormals and normals, one,
+// infinities, NaNs with and without payload, each signed.
+const uint32_t kEdges[] = {0x00000000u, 0x00000001u, 0x007fffffu, 0x00800000u, 0x3f000000u,
+                           0x3f800000u, 0x7f7fffffu, 0x7f800000u, 0x7fc00000u, 0x7f800001u,
+                           0x7fffffffu, 0x3dcccccdu, 0x1e3ce508u, 0x5f000000u};
+
+class SpecialisedQ8Steps : public ::testing::TestWithParam<hh::Isa> {
+ protected:
+  void SetUp() override {
+    if (!hh::SetIsa(GetParam())) GTEST_SKIP() << "the processor lacks " << hh::IsaName(GetParam());
+  }
+  void TearDown() override { hh::SetIsa(hh::HasAvx512() ? hh::Isa::kAvx512 : hh::Isa::kAvx2); }
+};
+
+// Every code of both maps, each block under one absmax of kEdges (both signs), under both
+// policies.
+TEST_P(SpecialisedQ8Steps, DequantEveryCodeUnderEdgeAbsmax) {
+  std::vector<uint32_t> absmax;
+  for (uint32_t e : kEdges) {
+    absmax.push_back(e);
+    absmax.push_back(e | hls::kSignMask);
+  }
+  const uint32_t blocks = static_cast<uint32_t>(absmax.size());
+  std::vector<uint8_t> codes(size_t{blocks} * kBlock);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i * 7 + i / kBlock);
+  std::vector<uint32_t> got(codes.size());
+  for (bool ftz : {false, true}) {
+    const hls::Fp32 f(ftz);
+    for (bool is_signed : {true, false}) {
+      hh::DequantQ8Blocks(codes.data(), absmax.data(), blocks, is_signed, ftz, got.data());
+      for (size_t i = 0; i < codes.size(); ++i) {
+        const uint32_t want = F2U(hls::DequantQ8(codes[i], U2F(absmax[i / kBlock]), is_signed, f));
+        ASSERT_EQ(got[i], want) << std::hex << "isa=" << hh::IsaName(GetParam())
+                                << " ftz=" << ftz << " signed=" << is_signed << " code=0x"
+                                << unsigned{codes[i]} << " absmax=0x" << absmax[i / kBlock]
+                                << " GOT=0x" << got[i] << " EXP=0x" << want;
+      }
+    }
+  }
+}
+
+// Blocks whose values are every threshold of the map and its two neighbours (absmax 1.0, so
+// that q is the value itself), every map value, values scaled by other absmax values, tiny,
+// zero, huge (1 / absmax subnormal) and non-finite blocks, and mixed subnormals; both policies.
+TEST_P(SpecialisedQ8Steps, QuantizeThresholdsAndEdgeBlocks) {
+  SplitMix64 rng{0x9a5eed};
+  for (bool is_signed : {true, false}) {
+    const uint32_t* thr = is_signed ? hls::kQ8SignedThr : hls::kQ8UnsignedThr;
+    const uint32_t nthr = is_signed ? 127u : 255u;
+    std::vector<uint32_t> vals;
+    for (uint32_t t = 0; t < nthr; ++t) {
+      for (uint32_t d : {thr[t] - 1u, thr[t], thr[t] + 1u}) vals.push_back(d);
+    }
+    for (uint32_t c = 0; c < 256u; ++c) {
+      vals.push_back(is_signed ? hls::kQ8SignedMag[c & 0x7fu] : hls::kQ8Unsigned[c]);
+    }
+    std::vector<uint32_t> x;
+    // Absmax exactly 1.0: element 0 of each block is +-1.0, the rest the values above.
+    for (size_t i = 0; i < vals.size(); ++i) {
+      if (x.size() % kBlock == 0) x.push_back(0x3f800000u | (rng.Next() & 1u) << 31);
+      const uint32_t sign = is_signed ? static_cast<uint32_t>(rng.Next() & 1u) << 31 : 0u;
+      x.push_back(vals[i] | sign);
+    }
+    while (x.size() % kBlock != 0) x.push_back(0u);
+    // Random magnitudes over many binades under random absmax values, with subnormals mixed in.
+    for (int b = 0; b < 24; ++b) {
+      const uint32_t scale = static_cast<uint32_t>(rng.Next() % 200u) + 30u;  // exponent
+      for (uint32_t i = 0; i < kBlock; ++i) {
+        uint32_t u = static_cast<uint32_t>(rng.Next());
+        u = (u & 0x807fffffu) | ((scale - static_cast<uint32_t>(rng.Next() % 30u)) << 23);
+        if (rng.Next() % 16u == 0u) u &= 0x807fffffu;  // a subnormal (or zero)
+        x.push_back(is_signed ? u : u & 0x7fffffffu);
+      }
+    }
+    // Edge blocks: all zero (signs mixed), all subnormal, one huge value, a non-finite value
+    // first, last, and in the middle of an otherwise ordinary block.
+    const size_t edge0 = x.size();
+    for (uint32_t i = 0; i < kBlock; ++i) x.push_back((i & 1u) << 31);
+    for (uint32_t i = 0; i < kBlock; ++i) x.push_back((i * 977u & 0x7fffffu) | (i & 2u) << 30);
+    for (uint32_t i = 0; i < kBlock; ++i) x.push_back(i == 17 ? 0x7f7fffffu : 0x3e000000u + i);
+    for (uint32_t e : {0x7f800000u, 0x7fc00000u, 0xff800001u}) {
+      for (uint32_t at : {0u, kBlock - 1, 100u}) {
+        for (uint32_t i = 0; i < kBlock; ++i) x.push_back(i == at ? e : 0x3c000000u + i * 31u);
+      }
+    }
+    for (size_t i = edge0; i < x.size(); ++i) {
+      if (!is_signed && (x[i] & hls::kExpMask) != hls::kExpMask) x[i] &= 0x7fffffffu;
+    }
+    const uint32_t blocks = static_cast<uint32_t>(x.size() / kBlock);
+    for (bool ftz : {false, true}) {
+      const hls::Fp32 f(ftz);
+      std::vector<uint8_t> codes(x.size());
+      std::vector<uint32_t> amax(blocks);
+      const uint32_t bad =
+          hh::QuantizeQ8Blocks(x.data(), blocks, is_signed, ftz, codes.data(), amax.data());
+      uint32_t want_bad = 0;
+      for (uint32_t b = 0; b < blocks; ++b) {
+        float xf[kBlock];
+        std::memcpy(xf, &x[size_t{b} * kBlock], sizeof xf);
+        uint8_t want[kBlock];
+        float want_amax;
+        hls::QuantizeBlockQ8(xf, kBlock, is_signed, f, want, &want_amax);
+        want_bad += hls::IsNonFinite(F2U(want_amax)) ? 1u : 0u;
+        ASSERT_EQ(amax[b], F2U(want_amax)) << std::hex << "isa=" << hh::IsaName(GetParam())
+                                           << " ftz=" << ftz << " signed=" << is_signed
+                                           << " block " << std::dec << b;
+        for (uint32_t i = 0; i < kBlock; ++i) {
+          ASSERT_EQ(codes[size_t{b} * kBlock + i], want[i])
+              << std::hex << "isa=" << hh::IsaName(GetParam()) << " ftz=" << ftz
+              << " signed=" << is_signed << " x=0x" << x[size_t{b} * kBlock + i] << " absmax=0x"
+              << amax[b] << " GOT=0x" << unsigned{codes[size_t{b} * kBlock + i]} << " EXP=0x"
+              << unsigned{want[i]};
+        }
+      }
+      EXPECT_EQ(bad, want_bad);
+    }
+  }
+}
+
+// Theta with edge values among random ones, rounded with the bits of element indices whose
+// counter's low word wraps (and of a 64-bit index near its top), seeds and steps above 32 bits.
+TEST_P(SpecialisedQ8Steps, StochasticRoundingAcrossCounterWraps) {
+  SplitMix64 rng{0xb16f};
+  constexpr uint32_t kLen = 2048;
+  std::vector<uint32_t> theta(kLen);
+  for (uint32_t i = 0; i < kLen; ++i) {
+    theta[i] = i % 5 == 0 ? kEdges[(i / 5) % std::size(kEdges)] | (i & 8u) << 28
+                          : static_cast<uint32_t>(rng.Next());
+    if ((theta[i] & ~hls::kSignMask) > hls::kExpMask) theta[i] = hls::kCanonicalNan;
+  }
+  for (uint64_t index : {uint64_t{0}, (uint64_t{1} << 35) - 1024, ~uint64_t{0} - 4095}) {
+    const uint64_t seed = 0x123456789abcdefull ^ index, step = 0x1'0000'0007ull;
+    std::vector<uint16_t> got(kLen);
+    const uint64_t nf = hh::RoundBf16Span(theta.data(), kLen, seed, step, index, got.data());
+    uint64_t want_nf = 0;
+    for (uint32_t i = 0; i < kLen; ++i) {
+      const uint16_t want = hls::RoundBf16Stochastic(U2F(theta[i]),
+                                                     hls::Random16(seed, step, index + i));
+      want_nf += (want & 0x7f80u) == 0x7f80u ? 1u : 0u;
+      ASSERT_EQ(got[i], want) << std::hex << "isa=" << hh::IsaName(GetParam()) << " index=0x"
+                              << index << " +" << std::dec << i << std::hex << " theta=0x"
+                              << theta[i] << " GOT=0x" << got[i] << " EXP=0x" << want;
+    }
+    EXPECT_EQ(nf, want_nf);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, SpecialisedQ8Steps,
+                         ::testing::Values(hh::Isa::kAvx2, hh::Isa::kAvx512),
+                         [](const ::testing::TestParamInfo<hh::Isa>& i) {
+                           return std::string(hh::IsaName(i.param));
+                         });
 
 }  // namespace
 }  // namespace csdkit::testing

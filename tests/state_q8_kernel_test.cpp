@@ -5,9 +5,11 @@
 // recompute every status lane from the bytes (zlib's crc32 over the codes and then the absmax
 // values of a moment, a plain count). Bit for bit on every
 // buffer over every optimizer variant x gradient dtype x low-precision copy x dense/sparse x
-// IEEE/FTZ, on both host datapaths, sizes of one block to more than a sparse block, with and
-// without special values. Then the refusals: n or the element index not whole blocks, an fp16
-// copy of bf16 weights.
+// IEEE/FTZ, on both host datapaths (the specialised one on each instruction set the processor
+// has), sizes of one block to more than a sparse block (below, at and past the specialised
+// datapath's chunk), with and without special values; then non-finite values placed at the
+// chunk and block boundaries, and a stochastic-rounding counter whose low word wraps. Then the
+// refusals: n or the element index not whole blocks, an fp16 copy of bf16 weights.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -16,12 +18,14 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/fp16.h"
 #include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/problem.h"
 #include "csdkit/platform/update_launch.h"
+#include "datapath.h"
 #include "reference.h"
 #include "test_util.h"
 
@@ -149,11 +153,88 @@ void ReferenceUpdateQ8(const Problem& p, UpdateBuffers& b) {
   st[hls::kStatusMagic] = hls::kStatusMagicValue;
 }
 
-// Sizes: one block, a tile and a block, 65 blocks (a partial absmax word); and, for the sparse
-// launches with no copy under IEEE (an eighth of the configurations, for time), past a sparse
-// block (65536) with a partial absmax word.
+// Sizes: one block, a tile and a block, 65 blocks (a partial absmax word; for the specialised
+// datapath, eight chunks of kQ8Chunk and one block); and, for the sparse launches with no copy
+// under IEEE (an eighth of the configurations, for time), past a sparse block (65536) with a
+// partial absmax word.
 constexpr uint32_t kSizes[] = {256, 1280, 16640};
 constexpr uint32_t kLargeSize = 66304;
+static_assert(16640 % hls::host::kQ8Chunk == kBlock, "a size of whole chunks and one block");
+
+// The datapaths to run: the specialised one on each instruction set the processor has (AVX2,
+// AVX-512), then the general one.
+struct Path {
+  HostDatapath dp;
+  hls::host::Isa isa;
+  const char* name;
+};
+std::vector<Path> Paths() {
+  std::vector<Path> r;
+  if (hls::host::HasAvx512()) {
+    r.push_back({HostDatapath::kSpecialised, hls::host::Isa::kAvx512, "specialised avx512"});
+  }
+  r.push_back({HostDatapath::kSpecialised, hls::host::Isa::kAvx2, "specialised avx2"});
+  r.push_back({HostDatapath::kGeneral, hls::host::Isa::kAvx2, "general"});
+  return r;
+}
+
+// Runs the launch `in` on every path and compares every buffer with `exp`; ctx names the case.
+void CheckPaths(const Problem& p, const UpdateBuffers& in, const UpdateBuffers& exp,
+                const std::string& ctx0) {
+  const uint32_t n = p.spec.n;
+  const bool bf16 = p.spec.grad.state == hls::StateFmt::kQ8Bf16;
+  for (const Path& path : Paths()) {
+    ASSERT_TRUE(hls::host::SetIsa(path.isa));
+    UpdateBuffers got = in.Clone();
+    got.SetScalars(n, p.nnz, p.launch);
+    const uint32_t err = InvokeUpdate(WordsOf(got), path.dp);
+    hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512 : hls::host::Isa::kAvx2);
+    ASSERT_EQ(err, 0u) << "kernel reported error 0x" << std::hex << err;
+    const std::string ctx = ctx0 + " " + path.name;
+    const struct {
+      const char* name;
+      const AlignedBuffer* e;
+      const AlignedBuffer* a;
+      unsigned eb;
+    } bufs[] = {{"theta", &exp.theta, &got.theta, bf16 ? 2u : 4u},
+                {"m", &exp.m, &got.m, 1},
+                {"m_absmax", &exp.m_absmax, &got.m_absmax, 4},
+                {"v", &exp.v, &got.v, 1},
+                {"v_absmax", &exp.v_absmax, &got.v_absmax, 4},
+                {"out16", &exp.out16, &got.out16, 2},
+                {"status", &exp.status, &got.status, 4}};
+    for (const auto& c : bufs) {
+      const std::string r = CompareBuffers(c.name, *c.e, *c.a, c.eb, ctx);
+      if (!r.empty()) {
+        uint64_t i = 0;  // the first differing element, and its inputs
+        while (std::memcmp(c.e->data() + i * c.eb, c.a->data() + i * c.eb, c.eb) == 0) ++i;
+        const uint64_t elem =
+            std::string(c.name).find("absmax") != std::string::npos ? i * kBlock : i;
+        ADD_FAILURE() << r << "\n  element " << std::dec << elem << ": "
+                      << DescribeInputs(p, in, elem);
+      }
+    }
+    EXPECT_TRUE(in.grad.SameBytes(got.grad)) << ctx;
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// The problem's expected outputs, with canaries: the copy's lanes past n are zero, the absmax
+// words' lanes past the last block are left as they were.
+void Expect(Problem& p, UpdateBuffers* in, UpdateBuffers* exp) {
+  const uint32_t n = p.spec.n;
+  std::memset(p.buf.out16.data(), 0xab, p.buf.out16.size());
+  for (AlignedBuffer* a : {&p.buf.m_absmax, &p.buf.v_absmax}) {
+    for (uint64_t i = n / kBlock; i < a->size() / 4; ++i) a->as<uint32_t>()[i] = 0x7f81c0deu;
+  }
+  *in = p.buf.Clone();
+  *exp = p.buf.Clone();
+  ReferenceUpdateQ8(p, *exp);
+  if (p.spec.grad.out != DType::kFp32) {
+    const uint64_t end = hls::WordsFor(n, 2) * hls::kHalfLanes;
+    for (uint64_t i = n; i < end; ++i) exp->out16.as<uint16_t>()[i] = 0;
+  }
+}
 
 // variant, grad, out, state, sparse, ftz
 using Param = std::tuple<int, DType, DType, hls::StateFmt, bool, bool>;
@@ -189,61 +270,19 @@ TEST_P(Q8KernelVsReference, BitExactOnEveryBuffer) {
       spec.n = n;
       spec.topk = sp ? 0.1 : 0.0;
       spec.seed = seed;
-      spec.index = 256ull * (seed % 4096) + (uint64_t{special} << 33);
+      spec.index = 256ull * (seed % 4096) + (static_cast<uint64_t>(special) << 33);
       spec.data = special ? ProblemData::kSpecial : ProblemData::kRandom;
       Problem p = Problem::Generate(spec);
-      // Canaries: the copy's lanes past n are zero, the absmax words' lanes past the last
-      // block are left as they were.
-      std::memset(p.buf.out16.data(), 0xab, p.buf.out16.size());
-      for (AlignedBuffer* a : {&p.buf.m_absmax, &p.buf.v_absmax}) {
-        for (uint64_t i = n / kBlock; i < a->size() / 4; ++i) a->as<uint32_t>()[i] = 0x7f81c0deu;
-      }
-      const UpdateBuffers in = p.buf.Clone();
-      UpdateBuffers exp = p.buf.Clone();
-      ReferenceUpdateQ8(p, exp);
+      UpdateBuffers in, exp;
+      Expect(p, &in, &exp);
       if (HasFatalFailure()) return;
-      if (o != DType::kFp32) {
-        const uint64_t end = hls::WordsFor(n, 2) * hls::kHalfLanes;
-        for (uint64_t i = n; i < end; ++i) exp.out16.as<uint16_t>()[i] = 0;
-      }
-      for (HostDatapath dp : {HostDatapath::kSpecialised, HostDatapath::kGeneral}) {
-        UpdateBuffers got = in.Clone();
-        got.SetScalars(n, p.nnz, p.launch);
-        const uint32_t err = InvokeUpdate(WordsOf(got), dp);
-        ASSERT_EQ(err, 0u) << "kernel reported error 0x" << std::hex << err;
-        std::ostringstream ctx;
-        ctx << "variant=" << var.name << " state=" << StateFmtName(st) << " grad=" << DTypeName(g)
-            << " out=" << OutDTypeName(o) << (sp ? " sparse" : " dense")
-            << (ftz ? " ftz" : " ieee") << " n=" << n << " seed=0x" << std::hex << seed
-            << " index=0x" << spec.index << (special ? " special" : "")
-            << (dp == HostDatapath::kGeneral ? " general" : " specialised");
-        const struct {
-          const char* name;
-          const AlignedBuffer* e;
-          const AlignedBuffer* a;
-          unsigned eb;
-        } bufs[] = {{"theta", &exp.theta, &got.theta, st == hls::StateFmt::kQ8Bf16 ? 2u : 4u},
-                    {"m", &exp.m, &got.m, 1},
-                    {"m_absmax", &exp.m_absmax, &got.m_absmax, 4},
-                    {"v", &exp.v, &got.v, 1},
-                    {"v_absmax", &exp.v_absmax, &got.v_absmax, 4},
-                    {"out16", &exp.out16, &got.out16, 2},
-                    {"status", &exp.status, &got.status, 4}};
-        for (const auto& c : bufs) {
-          const std::string r = CompareBuffers(c.name, *c.e, *c.a, c.eb, ctx.str());
-          if (!r.empty()) {
-            uint64_t i = 0;  // the first differing element, and its inputs
-            while (std::memcmp(c.e->data() + i * c.eb, c.a->data() + i * c.eb, c.eb) == 0) ++i;
-            const uint64_t elem = std::string(c.name).find("absmax") != std::string::npos
-                                      ? i * kBlock
-                                      : i;
-            ADD_FAILURE() << r << "\n  element " << std::dec << elem << ": "
-                          << DescribeInputs(p, in, elem);
-          }
-        }
-        EXPECT_TRUE(in.grad.SameBytes(got.grad)) << ctx.str();
-        if (HasFailure()) return;
-      }
+      std::ostringstream ctx;
+      ctx << "variant=" << var.name << " state=" << StateFmtName(st) << " grad=" << DTypeName(g)
+          << " out=" << OutDTypeName(o) << (sp ? " sparse" : " dense")
+          << (ftz ? " ftz" : " ieee") << " n=" << n << " seed=0x" << std::hex << seed
+          << " index=0x" << spec.index << (special ? " special" : "");
+      CheckPaths(p, in, exp, ctx.str());
+      if (HasFailure()) return;
     }
   }
 }
@@ -256,6 +295,53 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(hls::StateFmt::kQ8, hls::StateFmt::kQ8Bf16),
                        ::testing::Bool(), ::testing::Bool()),
     Name);
+
+// Non-finite values where the specialised datapath's chunks and blocks begin and end: a NaN
+// first gradient value (dense: element 0's; theta', m', v' NaN, the first block's absmax), an
+// infinite absmax of the last block of one moment and of the first block of the second chunk
+// of the other, a theta that rounds to infinity (q8-bf16) or is infinite (q8) in a chunk's last
+// element; dense and sparse, IEEE and FTZ. The element index puts the low word of the random
+// bits' counter 64 groups before it wraps, so the rounding's counters carry within the launch.
+TEST(Q8KernelBoundaries, NonFiniteAtChunkEdgesAndACounterThatWraps) {
+  constexpr uint32_t kChunk = hls::host::kQ8Chunk;
+  const uint32_t n = 2 * kChunk + 2 * kBlock;  // two chunks and two blocks
+  for (hls::StateFmt st : {hls::StateFmt::kQ8, hls::StateFmt::kQ8Bf16}) {
+    for (int sparse = 0; sparse < 2; ++sparse) {
+      for (int ftz = 0; ftz < 2; ++ftz) {
+        ProblemSpec spec;
+        spec.hyper = OptimizerConfig::Defaults(Optimizer::kAdamW);
+        spec.grad.grad = DType::kFp32;
+        spec.grad.out = DType::kBf16;
+        spec.grad.ftz = ftz != 0;
+        spec.grad.state = st;
+        spec.n = n;
+        spec.topk = sparse ? 0.25 : 0.0;
+        spec.seed = 0x5eed0000u + static_cast<uint64_t>(sparse * 2 + ftz);
+        spec.index = (uint64_t{1} << 35) - 512;  // counter (index >> 3) = 2^32 - 64
+        Problem p = Problem::Generate(spec);
+        // The first gradient value: element 0's, or the first sparse entry's.
+        ASSERT_TRUE(!sparse || p.nnz > 0u);
+        p.buf.grad.as<uint32_t>()[0] = 0x7fc00000u;
+        p.buf.m_absmax.as<uint32_t>()[n / kBlock - 1] = 0x7f800000u;
+        p.buf.v_absmax.as<uint32_t>()[kChunk / kBlock] = 0x7f800000u;
+        const uint32_t last = kChunk - 1;
+        if (st == hls::StateFmt::kQ8Bf16) {
+          p.buf.theta.as<uint16_t>()[last] = 0x7f7fu;  // the largest finite bf16
+        } else {
+          p.buf.theta.as<uint32_t>()[last] = 0xff800000u;
+        }
+        UpdateBuffers in, exp;
+        Expect(p, &in, &exp);
+        if (HasFatalFailure()) return;
+        std::ostringstream ctx;
+        ctx << "state=" << StateFmtName(st) << (sparse ? " sparse" : " dense")
+            << (ftz ? " ftz" : " ieee") << " n=" << n;
+        CheckPaths(p, in, exp, ctx.str());
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
 
 // A launch the kernel refuses writes the status word only, with the error bit.
 void ExpectRefused(uint32_t mode, uint32_t n, uint32_t index_lo, uint32_t want_err) {

@@ -5,6 +5,7 @@
 #include "crc_fast.h"
 #include "csdkit/hls/bits.h"
 #include "datapath.h"
+#include "datapath_q8.h"
 
 namespace csdkit {
 namespace hls {
@@ -12,6 +13,20 @@ namespace host {
 
 void UpdateAvx2(const Mode& md, const RuleCtl& c, const Span& s);
 void UpdateAvx512(const Mode& md, const RuleCtl& c, const Span& s);
+void UpdateQ8Avx2(const Mode& md, const RuleCtl& c, const Q8Span& s, Q8Integrity* ig);
+void UpdateQ8Avx512(const Mode& md, const RuleCtl& c, const Q8Span& s, Q8Integrity* ig);
+void DequantQ8BlocksAvx2(const uint8_t* codes, const uint32_t* absmax, uint32_t blocks,
+                         bool is_signed, bool ftz, uint32_t* out);
+void DequantQ8BlocksAvx512(const uint8_t* codes, const uint32_t* absmax, uint32_t blocks,
+                           bool is_signed, bool ftz, uint32_t* out);
+uint32_t QuantizeQ8BlocksAvx2(const uint32_t* x, uint32_t blocks, bool is_signed, bool ftz,
+                              uint8_t* codes, uint32_t* absmax);
+uint32_t QuantizeQ8BlocksAvx512(const uint32_t* x, uint32_t blocks, bool is_signed, bool ftz,
+                                uint8_t* codes, uint32_t* absmax);
+uint64_t RoundBf16SpanAvx2(const uint32_t* theta, uint32_t len, uint64_t seed, uint64_t step,
+                           uint64_t index, uint16_t* dst);
+uint64_t RoundBf16SpanAvx512(const uint32_t* theta, uint32_t len, uint64_t seed, uint64_t step,
+                             uint64_t index, uint16_t* dst);
 
 namespace {
 
@@ -98,6 +113,36 @@ void Update(const Mode& md, const RuleCtl& c, const Span& s) {
     UpdateIsa(md, c, cs);
     IntegrityOut(s, base, cs.len);
   }
+}
+
+void UpdateQ8(const Mode& md, const RuleCtl& c, const Q8Span& s, Q8Integrity* ig) {
+  if (ActiveIsa() == Isa::kAvx512) {
+    UpdateQ8Avx512(md, c, s, ig);
+  } else {
+    UpdateQ8Avx2(md, c, s, ig);
+  }
+}
+
+void DequantQ8Blocks(const uint8_t* codes, const uint32_t* absmax, uint32_t blocks,
+                     bool is_signed, bool ftz, uint32_t* out) {
+  if (ActiveIsa() == Isa::kAvx512) {
+    DequantQ8BlocksAvx512(codes, absmax, blocks, is_signed, ftz, out);
+  } else {
+    DequantQ8BlocksAvx2(codes, absmax, blocks, is_signed, ftz, out);
+  }
+}
+
+uint32_t QuantizeQ8Blocks(const uint32_t* x, uint32_t blocks, bool is_signed, bool ftz,
+                          uint8_t* codes, uint32_t* absmax) {
+  return ActiveIsa() == Isa::kAvx512
+             ? QuantizeQ8BlocksAvx512(x, blocks, is_signed, ftz, codes, absmax)
+             : QuantizeQ8BlocksAvx2(x, blocks, is_signed, ftz, codes, absmax);
+}
+
+uint64_t RoundBf16Span(const uint32_t* theta, uint32_t len, uint64_t seed, uint64_t step,
+                       uint64_t index, uint16_t* dst) {
+  return ActiveIsa() == Isa::kAvx512 ? RoundBf16SpanAvx512(theta, len, seed, step, index, dst)
+                                     : RoundBf16SpanAvx2(theta, len, seed, step, index, dst);
 }
 
 }  // namespace host

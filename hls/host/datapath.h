@@ -26,6 +26,11 @@
 // of kIntegrityChunk elements, each checksummed before and after its update while it is in
 // cache. Either way the values are the CRCs of the bytes (tests: crc_test, kernel_test,
 // datapath_test).
+//
+// Compressed state formats (q8, q8-bf16; UpdateQ8, datapath_q8_isa.cpp): the same loops run on
+// chunks of a span whose moments are dequantized into binary32 scratch arrays first and
+// quantized back after, in cache, with the integrity lanes over the bytes as stored
+// (tests: state_q8_kernel_test, datapath_test).
 #ifndef CSDKIT_HLS_HOST_DATAPATH_H_
 #define CSDKIT_HLS_HOST_DATAPATH_H_
 
@@ -90,6 +95,50 @@ bool FusedIntegrity();
 /// MakeRuleCtl built from `md` (the loop is chosen by md and by c's select signals: for SGD,
 /// mom_pass and nesterov; s.m is present exactly when UsesM(md)).
 void Update(const Mode& md, const RuleCtl& c, const Span& s);
+
+/// The compressed state formats (q8, q8-bf16: docs/state-formats.md, state_q8.h) on the
+/// specialised datapath: elements [0, len) of one launch (or of one tile of it) as the kernel's
+/// buffers hold them, len a whole number of blocks of kQ8Block.
+struct Q8Span {
+  void* theta = nullptr;          // binary32 words (q8) or bf16 halves (q8-bf16)
+  uint8_t* m = nullptr;           // m's codes, when the optimizer keeps m
+  uint8_t* v = nullptr;           // v's codes, when it keeps v
+  uint32_t* m_absmax = nullptr;   // one binary32 per block of m (the span's first block first)
+  uint32_t* v_absmax = nullptr;   // ... of v
+  const void* grad = nullptr;     // as Span::grad
+  DType grad_type = DType::kFp32;
+  uint16_t* out = nullptr;        // the low-precision copy (md.out), else unused
+  uint32_t len = 0;
+  uint32_t stream_len = 0;        // as Span::stream_len
+  // q8-bf16's stochastic rounding: the store's key, the step being committed, and the store
+  // index of the span's element 0.
+  uint64_t seed = 0, step = 0, index = 0;
+};
+
+/// The integrity lanes of a q8 launch as its spans advance them: the CRC registers of theta's
+/// bytes, of each moment's codes and (apart) of its absmax values, as read and as written, and
+/// the non-finite values written as the general datapath counts them (theta's, and every element
+/// of a moment block whose absmax is non-finite).
+struct Q8Integrity {
+  uint32_t crc_in[3];   // theta, m's codes, v's codes as read
+  uint32_t crc_out[3];  // ... as written
+  uint32_t abs_in[2];   // m's and v's absmax values as read
+  uint32_t abs_out[2];  // ... as written
+  uint64_t nonfinite;   // added to
+  uint32_t first;       // the launch's first element with one, or 0xffffffff (set once)
+  uint32_t origin;      // the launch's element number of the span's element 0
+};
+
+/// Elements per chunk of UpdateQ8: each chunk's moments are dequantized into binary32 scratch
+/// arrays (and q8-bf16 theta widened), updated by Update's loop, and quantized back (theta
+/// rounded) while they are in cache. A whole number of blocks; a divisor of the sparse block,
+/// so a chunk never straddles one.
+constexpr uint32_t kQ8Chunk = 2048;
+
+/// Updates the span with the datapath specialised for `md` (a q8 or q8-bf16 mode DecodeMode
+/// accepted; its sparse bit is ignored) and `c`, as Update does, and advances `ig` over it: the
+/// same bytes and lanes as the general datapath's LoadStateQ8 / ComputeTile / StoreStateQ8.
+void UpdateQ8(const Mode& md, const RuleCtl& c, const Q8Span& s, Q8Integrity* ig);
 
 /// The instruction sets the specialised loops are built for.
 enum class Isa : uint32_t { kAvx2 = 0, kAvx512 = 1 };

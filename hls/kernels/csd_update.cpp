@@ -483,6 +483,36 @@ void HostSpan(const hk::Mode& md, const hk::RuleCtl& ctl, hk::host::Span s, uint
   ig->nf_pos = si.first;
 }
 
+/// Host model, specialised datapath, q8 formats: updates the q8 span s (elements base ..
+/// base + s.len - 1 of the launch, whole blocks) and advances the launch's integrity lanes over
+/// it: the same bytes and values LoadStateQ8 and StoreStateQ8 give (datapath.h, UpdateQ8).
+void HostSpanQ8(const hk::Mode& md, const hk::RuleCtl& ctl, const hk::host::Q8Span& s,
+                uint32_t base, Integrity* ig) {
+  hk::host::Q8Integrity qi;
+  for (unsigned a = 0; a < 3; ++a) {
+    qi.crc_in[a] = ig->crc_in[a];
+    qi.crc_out[a] = ig->crc_out[a];
+  }
+  for (unsigned a = 0; a < 2; ++a) {
+    qi.abs_in[a] = ig->abs_in[a];
+    qi.abs_out[a] = ig->abs_out[a];
+  }
+  qi.nonfinite = ig->nonfinite;
+  qi.first = ig->nf_pos;
+  qi.origin = base;
+  hk::host::UpdateQ8(md, ctl, s, &qi);
+  for (unsigned a = 0; a < 3; ++a) {
+    ig->crc_in[a] = qi.crc_in[a];
+    ig->crc_out[a] = qi.crc_out[a];
+  }
+  for (unsigned a = 0; a < 2; ++a) {
+    ig->abs_in[a] = qi.abs_in[a];
+    ig->abs_out[a] = qi.abs_out[a];
+  }
+  ig->nonfinite = qi.nonfinite;
+  ig->nf_pos = qi.first;
+}
+
 }  // namespace
 #endif
 
@@ -593,22 +623,46 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
 #pragma HLS ARRAY_PARTITION variable = gb cyclic factor = 32
 #ifdef CSDKIT_HOST_MODEL
     // Host model, specialised datapath: a dense launch is one pass over the buffers; a sparse
-    // one decodes each tile's gradient (below) and updates the tile in place.
+    // one decodes each tile's gradient (below) and updates the tile in place. The q8 formats
+    // likewise, on their own spans (whole blocks: a tile is four).
     uint32_t* const th32 = &theta[0][0];
     uint32_t* const m32 = use_m ? &m[0][0] : nullptr;
     uint32_t* const v32 = use_v ? &v[0][0] : nullptr;
     uint16_t* const o16 = md.out != hk::DType::kFp32 ? reinterpret_cast<uint16_t*>(&out16[0][0])
                                                      : nullptr;
-    if (kHostFast && !md.sparse && !q8 && n > 0u) {
-      hk::host::Span s;
-      s.theta = th32;
-      s.m = m32;
-      s.v = v32;
-      s.grad = &grad[0][0];
-      s.grad_type = md.grad;
-      s.out = o16;
-      s.len = n;
-      HostSpan(md, ctl, s, 0, &ig);
+    // The q8 span of elements [at, at + len) with the gradient `g` (dtype gt) of its elements.
+    const auto q8_span = [&](uint32_t at, uint32_t len, const void* g, hk::DType gt) {
+      hk::host::Q8Span s;
+      s.theta = qc.bf16 ? static_cast<void*>(reinterpret_cast<uint16_t*>(th32) + at)
+                        : static_cast<void*>(th32 + at);
+      s.m = use_m ? reinterpret_cast<uint8_t*>(m32) + at : nullptr;
+      s.v = use_v ? reinterpret_cast<uint8_t*>(v32) + at : nullptr;
+      s.m_absmax = use_m ? &m_absmax[0][0] + at / hk::kQ8Block : nullptr;
+      s.v_absmax = use_v ? &v_absmax[0][0] + at / hk::kQ8Block : nullptr;
+      s.grad = g;
+      s.grad_type = gt;
+      s.out = o16 ? o16 + at : nullptr;
+      s.len = len;
+      s.stream_len = md.sparse ? 0u : n;  // (sparse tiles: as HostSpan's, no streamed copy)
+      s.seed = qc.seed;
+      s.step = qc.step;
+      s.index = qc.index0 + at;
+      return s;
+    };
+    if (kHostFast && !md.sparse && n > 0u) {
+      if (q8) {
+        HostSpanQ8(md, ctl, q8_span(0, n, &grad[0][0], md.grad), 0, &ig);
+      } else {
+        hk::host::Span s;
+        s.theta = th32;
+        s.m = m32;
+        s.v = v32;
+        s.grad = &grad[0][0];
+        s.grad_type = md.grad;
+        s.out = o16;
+        s.len = n;
+        HostSpan(md, ctl, s, 0, &ig);
+      }
     }
 #endif
     // State an optimizer does not have is never loaded; give its tile array a defined value.
@@ -620,10 +674,10 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
     }
 
   TILES:
-    for (uint32_t base = 0; base < n && !(kHostFast && !md.sparse && !q8); base += kTile) {
+    for (uint32_t base = 0; base < n && !(kHostFast && !md.sparse); base += kTile) {
       const uint32_t len = (n - base) < kTile ? (n - base) : kTile;
 #ifdef CSDKIT_HOST_MODEL
-      if (kHostFast && !q8) {  // sparse: decode the tile's gradient, update the tile in place
+      if (kHostFast) {  // sparse: decode the tile's gradient, update the tile in place
         // The tile's gradient as MergeDecode gives it (+0 where no entry, each entry's value at
         // its offset), built by scattering the tile's entries into zeros: the work follows the
         // entries, not the elements, and there is no serial merge.
@@ -632,6 +686,10 @@ void UpdateTop(Word* theta, Word* m, Word* v, const Word* grad, const Word* sp_i
         for (uint32_t i = 0; i < len; ++i) gb[i] = 0u;
         for (; k < blk_end && hk::IdxAt(sp_idx, k) < off + len; ++k) {
           gb[hk::IdxAt(sp_idx, k) - off] = hk::ValAt(grad, md.grad, k);
+        }
+        if (q8) {
+          HostSpanQ8(md, ctl, q8_span(base, len, gb, hk::DType::kFp32), base, &ig);
+          continue;
         }
         hk::host::Span s;
         s.theta = th32 + base;

@@ -33,6 +33,11 @@ void AddBenchCommand(CLI::App& app) {
   k->add_option("--optimizer", o->optimizer, "time only this optimizer's configurations")
       ->check(CLI::IsMember({"adamw", "adam", "sgd", "adagrad", "lion"}));
   k->add_flag("--quick", o->quick, "only the target configuration (AdamW fp16/fp16)");
+  k->add_option("--state", o->states,
+                "state formats to time, each configuration in each: fp32 q8 q8-bf16 (q8-bf16's "
+                "fp16-copy configurations get a bf16 copy)")
+      ->check(CLI::IsMember({"fp32", "q8", "q8-bf16"}))
+      ->capture_default_str();
   k->add_flag("--no-general", [o](int64_t) { o->general = false; },
               "time only the specialised datapath, not also the general one");
   k->add_flag("--no-torch", [o](int64_t) { o->torch = false; },

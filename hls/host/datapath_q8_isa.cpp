@@ -1,0 +1,603 @@
+// The compressed state formats on the specialised datapath (datapath.h, UpdateQ8) for one
+// instruction set. CMake compiles this file with datapath_isa.cpp, once per set, with the same
+// CSDKIT_HOST_ISA and -march; datapath.cpp picks one at run time.
+//
+// A span runs in chunks of kQ8Chunk elements (whole blocks), each while it is in cache:
+//   1. the CRCs as read, over the bytes as stored (theta's words or halves, a moment's codes,
+//      its absmax values apart: crc_fast.h);
+//   2. the moments dequantized into binary32 scratch arrays (DequantQ8: a table value times the
+//      block's absmax under the policy, the sign applied after), q8-bf16 theta widened into a
+//      third one;
+//   3. the binary32 update by Update's own loop for the launch's configuration (theta in place
+//      for q8; q8-bf16 without the copy, which is of the rounded theta);
+//   4. the moments quantized block by block (QuantizeBlockQ8), the index of each value found
+//      with one table look-up instead of the threshold search (below); q8-bf16 theta rounded
+//      stochastically with Philox bits computed for many groups at once, the copy written from
+//      it; then the CRCs as written and the non-finite count.
+// Every step gives the bits of the state_q8.h function it replaces (tests/state_q8_kernel_test
+// runs both datapaths on both instruction sets against a plain composition of those).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "crc_fast.h"
+#include "csdkit/hls/bits.h"
+#include "csdkit/hls/crc.h"
+#include "csdkit/hls/state_q8.h"
+#include "datapath.h"
+#include "datapath_q8.h"
+
+#ifndef CSDKIT_HOST_ISA
+#error "CSDKIT_HOST_ISA must name the instruction set this file is compiled for"
+#endif
+#define CSDKIT_CAT2(a, b) a##b
+#define CSDKIT_CAT(a, b) CSDKIT_CAT2(a, b)
+
+#if !defined(__AVX2__)
+#error "datapath_q8_isa.cpp needs at least AVX2 (-march=x86-64-v3)"
+#endif
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512DQ__)
+#define CSDKIT_HOST_ZMM 1
+#endif
+
+namespace csdkit {
+namespace hls {
+namespace host {
+
+void CSDKIT_CAT(Update, CSDKIT_HOST_ISA)(const Mode& md, const RuleCtl& c, const Span& s);
+void CSDKIT_CAT(UpdateQ8, CSDKIT_HOST_ISA)(const Mode& md, const RuleCtl& c, const Q8Span& s,
+                                           Q8Integrity* ig);
+void CSDKIT_CAT(DequantQ8Blocks, CSDKIT_HOST_ISA)(const uint8_t* codes, const uint32_t* absmax,
+                                                  uint32_t blocks, bool is_signed, bool ftz,
+                                                  uint32_t* out);
+uint32_t CSDKIT_CAT(QuantizeQ8Blocks, CSDKIT_HOST_ISA)(const uint32_t* x, uint32_t blocks,
+                                                       bool is_signed, bool ftz, uint8_t* codes,
+                                                       uint32_t* absmax);
+uint64_t CSDKIT_CAT(RoundBf16Span, CSDKIT_HOST_ISA)(const uint32_t* theta, uint32_t len,
+                                                    uint64_t seed, uint64_t step, uint64_t index,
+                                                    uint16_t* dst);
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// One machine vector: kW 32-bit lanes (a ymm or a zmm register), and its narrow forms.
+
+#ifdef CSDKIT_HOST_ZMM
+constexpr uint32_t kW = 16;
+constexpr __mmask16 kAll = 0xffff;  // (zero-masking forms: see datapath_isa.cpp)
+#else
+constexpr uint32_t kW = 8;
+#endif
+typedef uint32_t VU __attribute__((vector_size(4 * kW)));
+typedef int32_t VI __attribute__((vector_size(4 * kW)));
+typedef float VF __attribute__((vector_size(4 * kW)));
+typedef uint16_t VH __attribute__((vector_size(2 * kW)));
+typedef uint8_t VB __attribute__((vector_size(kW)));
+
+inline VU SplatU(uint32_t x) {
+  VU r;
+  for (uint32_t i = 0; i < kW; ++i) r[i] = x;
+  return r;
+}
+inline VU Load32(const uint32_t* p) {
+  VU r;
+  std::memcpy(&r, p, sizeof r);
+  return r;
+}
+inline void Store32(uint32_t* p, VU x) { std::memcpy(p, &x, sizeof x); }
+inline VU LoadCodes(const uint8_t* p) {
+  VB b;
+  std::memcpy(&b, p, sizeof b);
+  return __builtin_convertvector(b, VU);  // vpmovzxbd
+}
+inline void StoreCodes(uint8_t* p, VU k) {
+  const VB b = __builtin_convertvector(k, VB);  // every lane < 256
+  std::memcpy(p, &b, sizeof b);
+}
+inline void StoreHalves(uint16_t* p, VU h) {
+  const VH x = __builtin_convertvector(h, VH);  // every lane < 65536
+  std::memcpy(p, &x, sizeof x);
+}
+
+// table[idx] for each lane (idx < the table's length).
+inline VU Gather(const uint32_t* table, VU idx) {
+#ifdef CSDKIT_HOST_ZMM
+  return (VU)_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), kAll, (__m512i)idx, table, 4);
+#else
+  return (VU)_mm256_i32gather_epi32(reinterpret_cast<const int*>(table), (__m256i)idx, 4);
+#endif
+}
+
+// The largest lane.
+inline uint32_t MaxLane(VU x) {
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < kW; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// Whether any lane is non-zero.
+inline bool AnyLane(VU m) {
+#ifdef CSDKIT_HOST_ZMM
+  return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
+#else
+  return !_mm256_testz_si256((__m256i)m, (__m256i)m);
+#endif
+}
+
+// The policy on binary32 bit patterns (fp32.h's Flush): under FTZ/DAZ a zero-exponent value
+// loses its mantissa.
+template <bool kFtz>
+inline VU PolU(VU u) {
+  if constexpr (!kFtz) {
+    return u;
+  } else {
+    return u & ~((VU)((u & kExpMask) == 0u) & kManMask);
+  }
+}
+template <bool kFtz>
+inline float PolScalar(float x) {
+  const uint32_t u = F2U(x);
+  return kFtz && (u & kExpMask) == 0u ? U2F(u & kSignMask) : x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dequantization: DequantQ8 lane for lane. The map's value (binary32, exact; looked up as
+// DequantBlocks says), one binary32 multiplication by the block's absmax read under the policy
+// (the table values are normal or zero: the policy leaves them), the NaN result canonicalised
+// and the policy applied to the result, then the code's sign.
+
+#ifdef CSDKIT_HOST_ZMM
+// With 512-bit vectors the signed map's value comes from registers: the table in 8 vectors of
+// 16 entries, each two of them a 32-entry look-up (vpermt2ps on the code's low 5 bits), the
+// four results chosen by the code's bits 5 and 6. On the processor measured the 7 shuffles and
+// blends cost about half of a 16-lane gather.
+struct SignedMapRegs {
+  __m512 t[8];
+  SignedMapRegs() {
+    for (uint32_t k = 0; k < 8; ++k) t[k] = _mm512_loadu_ps(kQ8SignedMag + 16 * k);
+  }
+  // kQ8SignedMag[c] for each lane (c < 128).
+  VF Lookup(VU c) const {
+    const __m512i i = (__m512i)c;
+    const __mmask16 b5 = _mm512_test_epi32_mask(i, _mm512_set1_epi32(32));
+    const __mmask16 b6 = _mm512_test_epi32_mask(i, _mm512_set1_epi32(64));
+    const auto quarter = [&](uint32_t k) {  // entries 64 * k .. 64 * k + 63
+      return _mm512_mask_blend_ps(b5, _mm512_permutex2var_ps(t[4 * k], i, t[4 * k + 1]),
+                                  _mm512_permutex2var_ps(t[4 * k + 2], i, t[4 * k + 3]));
+    };
+    return (VF)_mm512_mask_blend_ps(b6, quarter(0), quarter(1));
+  }
+};
+#endif
+
+// out[i] = kQ8Unsigned[codes[i]] for a block, by scalar loads (not vectorised: the compiler
+// would make it a gather).
+__attribute__((optimize("no-tree-vectorize"), noinline)) void LookUpUnsigned(
+    const uint8_t* codes, uint32_t* out) {
+  for (uint32_t i = 0; i < kQ8Block; i += 8) {
+    uint64_t eight;
+    std::memcpy(&eight, codes + i, 8);
+    for (uint32_t k = 0; k < 8; ++k) out[i + k] = kQ8Unsigned[(eight >> (8 * k)) & 0xffu];
+  }
+}
+
+// The map's values: the signed map (128 entries) by shuffles (AVX-512) or a gather (AVX2); the
+// unsigned one (256) by scalar loads first (LookUpUnsigned), which measured faster than 15
+// shuffles and blends (AVX-512) or a gather (AVX2) (docs/host-model.md).
+template <bool kSigned, bool kFtz>
+void DequantBlocks(const uint8_t* codes, const uint32_t* absmax, uint32_t blocks, uint32_t* out) {
+  constexpr bool kScalarMap = !kSigned;
+#ifdef CSDKIT_HOST_ZMM
+  const SignedMapRegs map;
+#else
+  const uint32_t* const table = kQ8SignedMag;
+#endif
+  for (uint32_t b = 0; b < blocks; ++b) {
+    VF a;
+    const float as = PolScalar<kFtz>(U2F(absmax[b]));
+    for (uint32_t i = 0; i < kW; ++i) a[i] = as;
+    const uint8_t* const cb = codes + size_t{b} * kQ8Block;
+    uint32_t* const ob = out + size_t{b} * kQ8Block;
+    if constexpr (kScalarMap) LookUpUnsigned(cb, ob);
+    _Pragma("GCC unroll 4") for (uint32_t i = 0; i < kQ8Block; i += kW) {
+      const VU c = LoadCodes(cb + i);
+#ifdef CSDKIT_HOST_ZMM
+      const VF t = kScalarMap ? (VF)Load32(ob + i) : map.Lookup(c & 0x7fu);
+#else
+      const VF t = kScalarMap ? (VF)Load32(ob + i) : (VF)Gather(table, c & 0x7fu);
+#endif
+      VU p = (VU)(t * a);
+      const VU nan = (VU)((p & ~kSignMask) > kExpMask);
+      p = (nan & kCanonicalNan) | (~nan & p);
+      p = PolU<kFtz>(p);
+      if constexpr (kSigned) p ^= (c & 0x80u) << 24;
+      Store32(ob + i, p);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantization: QuantizeBlockQ8 block for block.
+//
+// The index of q (Q8Index: the number of thresholds <= q, q a non-negative binary32 as bits)
+// from one look-up keyed by q's top 16 bits (sign, exponent, 7 mantissa bits): no two
+// thresholds of either map share a key (checked below, at compile time), so the thresholds
+// <= q are those of lower keys (a count per key) and at most one of q's own key (its low 16
+// bits per key, or 2^16 when the key has none). Keys below the first threshold's share the
+// entry "none below, none here"; keys above 1.0's (no threshold is >= 1.0) clamp to 1.0's,
+// whose entry counts them all. An entry packs the count (8 bits) and the low bits (17).
+
+constexpr uint32_t kLutMax = 3072;  // entries of the larger map (2900)
+
+struct Q8Lut {
+  uint32_t key0 = 0;  // the key of entry 0: one below the first threshold's key
+  uint32_t last = 0;  // the largest entry index (1.0's key)
+  uint32_t e[kLutMax] = {};
+};
+
+constexpr Q8Lut MakeQ8Lut(const uint32_t* thr, uint32_t n) {
+  Q8Lut l;
+  l.key0 = (thr[0] >> 16) - 1u;
+  l.last = 0x3f80u - l.key0;
+  uint32_t below = 0;  // thresholds of keys before the current one
+  for (uint32_t j = 0; j <= l.last; ++j) {
+    const uint32_t key = l.key0 + j;
+    uint32_t low = 0x10000u, here = 0;
+    for (uint32_t t = below; t < n && (thr[t] >> 16) == key; ++t, ++here) low = thr[t] & 0xffffu;
+    if (here > 1u) throw "two thresholds share a key";  // not a constant expression: no build
+    l.e[j] = below | (low << 8);
+    below += here;
+  }
+  if (below != n) throw "a threshold at or above 1.0";
+  return l;
+}
+
+constexpr Q8Lut kLutSigned = MakeQ8Lut(kQ8SignedThr, 127);
+constexpr Q8Lut kLutUnsigned = MakeQ8Lut(kQ8UnsignedThr, 255);
+static_assert(kLutUnsigned.last < kLutMax && kLutSigned.last < kLutMax, "look-up table size");
+
+// js[i] = table[js[i]] for a block, by scalar loads (not vectorised: the compiler would make
+// it a gather).
+__attribute__((optimize("no-tree-vectorize"), noinline)) void LookUp(const uint32_t* table,
+                                                                     uint32_t* js) {
+  for (uint32_t i = 0; i < kQ8Block; i += 2) {
+    uint64_t two;
+    std::memcpy(&two, js + i, 8);
+    js[i] = table[static_cast<uint32_t>(two)];
+    js[i + 1] = table[two >> 32];
+  }
+}
+
+// Quantizes `blocks` blocks of binary32 values x into codes and one absmax each, as
+// QuantizeBlockQ8 does; returns the number of blocks with a non-finite value (absmax NaN).
+template <bool kSigned, bool kFtz>
+uint32_t QuantizeBlocks(const uint32_t* x, uint32_t blocks, uint8_t* codes, uint32_t* absmax) {
+  const Q8Lut& lut = kSigned ? kLutSigned : kLutUnsigned;
+  const VI key0 = (VI)SplatU(lut.key0), last = (VI)SplatU(lut.last), zero = {};
+  const VU exp = SplatU(kExpMask);
+  uint32_t bad = 0;
+  for (uint32_t b = 0; b < blocks; ++b) {
+    const uint32_t* const xb = x + size_t{b} * kQ8Block;
+    uint8_t* const cb = codes + size_t{b} * kQ8Block;
+    // |x| as read (DAZ), its maximum; whether any value is non-finite.
+    VU amax = {}, nonfinite = {};
+    _Pragma("GCC unroll 16") for (uint32_t i = 0; i < kQ8Block; i += kW) {
+      const VU u = Load32(xb + i);
+      const VU mag = PolU<kFtz>(u & ~kSignMask);
+      amax = mag > amax ? mag : amax;
+      nonfinite |= (VU)((u & exp) == exp);
+    }
+    if (__builtin_expect(AnyLane(nonfinite), 0)) {
+      std::memset(cb, 0, kQ8Block);
+      absmax[b] = kCanonicalNan;
+      ++bad;
+      continue;
+    }
+    const uint32_t a = MaxLane(amax);
+    if (a < 0x00800000u) {  // the tiny block: sign-only codes
+      _Pragma("GCC unroll 4") for (uint32_t i = 0; i < kQ8Block; i += kW) {
+        StoreCodes(cb + i, kSigned ? (Load32(xb + i) >> 31) << 7 : VU{});
+      }
+      absmax[b] = 0u;
+      continue;
+    }
+    const float r = PolScalar<kFtz>(1.0f / U2F(a));  // an operand of q's multiplication
+    VF rv;
+    for (uint32_t i = 0; i < kW; ++i) rv[i] = r;
+    // q and its table entry's index for the whole block, then the entries by scalar loads (on
+    // the processor measured, faster than vector gathers: docs/host-model.md), then the codes.
+    alignas(64) uint32_t qs[kQ8Block], js[kQ8Block];
+    _Pragma("GCC unroll 4") for (uint32_t i = 0; i < kQ8Block; i += kW) {
+      const VU mag = PolU<kFtz>(Load32(xb + i) & ~kSignMask);
+      const VU q = PolU<kFtz>((VU)((VF)mag * rv));
+      VI j = (VI)(q >> 16) - key0;
+      j = j < zero ? zero : j;
+      j = j > last ? last : j;
+      Store32(qs + i, q);
+      Store32(js + i, (VU)j);
+    }
+    LookUp(lut.e, js);
+    _Pragma("GCC unroll 4") for (uint32_t i = 0; i < kQ8Block; i += kW) {
+      const VU u = Load32(xb + i);
+      const VU mag = PolU<kFtz>(u & ~kSignMask);
+      const VU q = Load32(qs + i);
+      const VU e = Load32(js + i);
+      VU k = (e & 0xffu) - (VU)((q & 0xffffu) >= (e >> 8));  // (a true compare is all ones)
+      k |= (VU)((k == 0u) & (mag != 0u)) & 1u;  // a non-zero value never becomes zero
+      if constexpr (kSigned) k |= (u >> 31) << 7;
+      StoreCodes(cb + i, k);
+    }
+    absmax[b] = a;
+  }
+  return bad;
+}
+
+// ---------------------------------------------------------------------------------------------
+// q8-bf16 theta: the stochastic rounding (RoundBf16Stochastic) with Random16Group's bits,
+// Philox4x32-10 run for kW groups of 8 elements at once (one counter per lane).
+
+// The 32 x 32 -> 64-bit products a * m, lane for lane: high and low halves.
+inline void MulWide(VU a, uint32_t m, VU* hi, VU* lo) {
+#ifdef CSDKIT_HOST_ZMM
+  const __m512i k = _mm512_set1_epi64(m);
+  const __m512i even = _mm512_maskz_mul_epu32(0xff, (__m512i)a, k);
+  const __m512i odd =
+      _mm512_maskz_mul_epu32(0xff, _mm512_maskz_srli_epi64(0xff, (__m512i)a, 32), k);
+  *lo = (VU)_mm512_mask_blend_epi32(0xaaaa, even, _mm512_maskz_slli_epi64(0xff, odd, 32));
+  *hi = (VU)_mm512_mask_blend_epi32(0xaaaa, _mm512_maskz_srli_epi64(0xff, even, 32), odd);
+#else
+  const __m256i k = _mm256_set1_epi64x(m);
+  const __m256i even = _mm256_mul_epu32((__m256i)a, k);
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64((__m256i)a, 32), k);
+  *lo = (VU)_mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xaa);
+  *hi = (VU)_mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xaa);
+#endif
+}
+
+// Philox4x32x10 on kW counters (c0..c3, lane g the counter of group g) under one key.
+inline void PhiloxV(VU c[4], uint32_t k0, uint32_t k1) {
+  _Pragma("GCC unroll 10") for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    VU hi0, lo0, hi1, lo1;
+    MulWide(c[0], 0xD2511F53u, &hi0, &lo0);
+    MulWide(c[2], 0xCD9E8D57u, &hi1, &lo1);
+    const VU n0 = hi1 ^ c[1] ^ k0;
+    const VU n2 = hi0 ^ c[3] ^ k1;
+    c[1] = lo1;
+    c[3] = lo0;
+    c[0] = n0;
+    c[2] = n2;
+  }
+}
+
+// Group g's four words are the 16-bit numbers of its elements 8g .. 8g + 7 in order (low half
+// first), so the words of consecutive groups side by side (w0[g], w1[g], w2[g], w3[g], w0[g+1],
+// ...) are the numbers of consecutive elements: the 4 x kW transpose below. out[k] holds groups
+// kW/4 * k .. kW/4 * k + kW/4 - 1, i.e. elements 2kW * k .. 2kW * k + 2kW - 1, two per lane.
+inline void Transpose(const VU w[4], VU out[4]) {
+#ifdef CSDKIT_HOST_ZMM
+  const VU a_lo = __builtin_shufflevector(w[0], w[1], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6,
+                                          22, 7, 23);
+  const VU a_hi = __builtin_shufflevector(w[0], w[1], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13,
+                                          29, 14, 30, 15, 31);
+  const VU b_lo = __builtin_shufflevector(w[2], w[3], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6,
+                                          22, 7, 23);
+  const VU b_hi = __builtin_shufflevector(w[2], w[3], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13,
+                                          29, 14, 30, 15, 31);
+  typedef uint64_t V64 __attribute__((vector_size(64)));
+  out[0] = (VU)__builtin_shufflevector((V64)a_lo, (V64)b_lo, 0, 8, 1, 9, 2, 10, 3, 11);
+  out[1] = (VU)__builtin_shufflevector((V64)a_lo, (V64)b_lo, 4, 12, 5, 13, 6, 14, 7, 15);
+  out[2] = (VU)__builtin_shufflevector((V64)a_hi, (V64)b_hi, 0, 8, 1, 9, 2, 10, 3, 11);
+  out[3] = (VU)__builtin_shufflevector((V64)a_hi, (V64)b_hi, 4, 12, 5, 13, 6, 14, 7, 15);
+#else
+  const VU a_lo = __builtin_shufflevector(w[0], w[1], 0, 8, 1, 9, 2, 10, 3, 11);
+  const VU a_hi = __builtin_shufflevector(w[0], w[1], 4, 12, 5, 13, 6, 14, 7, 15);
+  const VU b_lo = __builtin_shufflevector(w[2], w[3], 0, 8, 1, 9, 2, 10, 3, 11);
+  const VU b_hi = __builtin_shufflevector(w[2], w[3], 4, 12, 5, 13, 6, 14, 7, 15);
+  typedef uint64_t V64 __attribute__((vector_size(32)));
+  out[0] = (VU)__builtin_shufflevector((V64)a_lo, (V64)b_lo, 0, 4, 1, 5);
+  out[1] = (VU)__builtin_shufflevector((V64)a_lo, (V64)b_lo, 2, 6, 3, 7);
+  out[2] = (VU)__builtin_shufflevector((V64)a_hi, (V64)b_hi, 0, 4, 1, 5);
+  out[3] = (VU)__builtin_shufflevector((V64)a_hi, (V64)b_hi, 2, 6, 3, 7);
+#endif
+}
+
+// The 16-bit numbers of the kW elements held two per lane in lanes [h * kW/2, h * kW/2 + kW/2)
+// of x, one per lane.
+inline VU Spread(VU x, uint32_t h) {
+#ifdef CSDKIT_HOST_ZMM
+  const VU d = h == 0 ? __builtin_shufflevector(x, x, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6,
+                                                7, 7)
+                      : __builtin_shufflevector(x, x, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13,
+                                                14, 14, 15, 15);
+  const VU shift = {0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16};
+#else
+  const VU d = h == 0 ? __builtin_shufflevector(x, x, 0, 0, 1, 1, 2, 2, 3, 3)
+                      : __builtin_shufflevector(x, x, 4, 4, 5, 5, 6, 6, 7, 7);
+  const VU shift = {0, 16, 0, 16, 0, 16, 0, 16};
+#endif
+  return (d >> shift) & 0xffffu;
+}
+
+// Rounds theta' (binary32, canonical NaN) elements [0, len) to bf16 into dst (and the copy,
+// when given: the same halves, F32ToBf16 of the stored value being that value); elements are
+// store index `index` + i. len a multiple of 8 * kW, index of 8. Returns the non-finite halves.
+uint64_t RoundThetaBf16(const uint32_t* t, uint32_t len, uint64_t seed, uint64_t step,
+                        uint64_t index, uint16_t* dst, uint16_t* copy) {
+  const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  VU iota;
+  for (uint32_t g = 0; g < kW; ++g) iota[g] = g;
+  VU nf = {};
+  for (uint32_t i = 0; i < len; i += 8 * kW) {
+    const uint64_t e = (index + i) >> 3;  // group of element i; lane g: group e + g
+    VU c[4];
+    c[0] = SplatU(static_cast<uint32_t>(e)) + iota;
+    // The high word, plus the carry where e + g wraps the low one (a true compare is all ones).
+    c[1] = SplatU(static_cast<uint32_t>(e >> 32)) - (VU)(c[0] < static_cast<uint32_t>(e));
+    c[2] = SplatU(static_cast<uint32_t>(step));
+    c[3] = SplatU(static_cast<uint32_t>(step >> 32));
+    PhiloxV(c, k0, k1);
+    VU r[4];
+    Transpose(c, r);
+    _Pragma("GCC unroll 8") for (uint32_t v = 0; v < 8; ++v) {
+      const uint32_t at = i + v * kW;
+      const VU b = Load32(t + at);
+      const VU nan = (VU)((b & ~kSignMask) > kExpMask);
+      const VU h = (nan & 0x7fc0u) | (~nan & ((b + Spread(r[v / 2], v % 2)) >> 16));
+      nf -= (VU)((h & 0x7f80u) == 0x7f80u);
+      StoreHalves(dst + at, h);
+      if (copy != nullptr) StoreHalves(copy + at, h);
+    }
+  }
+  uint64_t count = 0;
+  for (uint32_t l = 0; l < kW; ++l) count += nf[l];
+  return count;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+template <bool kFtz>
+void Dequant(bool is_signed, const uint8_t* codes, const uint32_t* absmax, uint32_t blocks,
+             uint32_t* out) {
+  if (is_signed) {
+    DequantBlocks<true, kFtz>(codes, absmax, blocks, out);
+  } else {
+    DequantBlocks<false, kFtz>(codes, absmax, blocks, out);
+  }
+}
+
+template <bool kFtz>
+uint32_t Quantize(bool is_signed, const uint32_t* x, uint32_t blocks, uint8_t* codes,
+                  uint32_t* absmax) {
+  return is_signed ? QuantizeBlocks<true, kFtz>(x, blocks, codes, absmax)
+                   : QuantizeBlocks<false, kFtz>(x, blocks, codes, absmax);
+}
+
+template <bool kFtz>
+void Chunks(const Mode& md, const RuleCtl& c, const Q8Span& s, Q8Integrity* ig) {
+  const bool bf16 = md.state == StateFmt::kQ8Bf16;
+  // q8-bf16's copy is of the rounded theta: written here, not by the update's loop.
+  Mode mu = md;
+  if (bf16) mu.out = DType::kFp32;
+  const size_t gbytes = s.grad_type == DType::kFp32 ? 4 : 2;
+  uint8_t* const codes[2] = {s.m, s.v};
+  uint32_t* const amax[2] = {s.m_absmax, s.v_absmax};
+  alignas(64) uint32_t scratch[3][kQ8Chunk];  // m, v, bf16 theta widened
+  for (uint32_t base = 0; base < s.len; base += kQ8Chunk) {
+    const uint32_t len = s.len - base < kQ8Chunk ? s.len - base : kQ8Chunk;
+    const uint32_t blocks = len / kQ8Block, b0 = base / kQ8Block;
+    uint16_t* const th16 = bf16 ? static_cast<uint16_t*>(s.theta) + base : nullptr;
+    uint32_t* const th32 = bf16 ? scratch[2] : static_cast<uint32_t*>(s.theta) + base;
+
+    // As read: CRCs over the bytes as stored; binary32 into the scratch arrays.
+    if (bf16) {
+      ig->crc_in[0] = Crc32Words(ig->crc_in[0], reinterpret_cast<const uint32_t*>(th16), len / 2);
+      for (uint32_t i = 0; i < len; ++i) th32[i] = static_cast<uint32_t>(th16[i]) << 16;
+    } else {
+      ig->crc_in[0] = Crc32Words(ig->crc_in[0], th32, len);
+    }
+    for (unsigned a = 0; a < 2; ++a) {
+      if (codes[a] == nullptr) continue;
+      ig->crc_in[1 + a] = Crc32Words(ig->crc_in[1 + a],
+                                     reinterpret_cast<const uint32_t*>(codes[a] + base), len / 4);
+      for (uint32_t b = 0; b < blocks; ++b) ig->abs_in[a] = Crc32Word(ig->abs_in[a], amax[a][b0 + b]);
+      Dequant<kFtz>(a == 0, codes[a] + base, amax[a] + b0, blocks, scratch[a]);
+    }
+
+    Span sp;
+    sp.theta = th32;
+    sp.m = codes[0] != nullptr ? scratch[0] : nullptr;
+    sp.v = codes[1] != nullptr ? scratch[1] : nullptr;
+    sp.grad = static_cast<const char*>(s.grad) + base * gbytes;
+    sp.grad_type = s.grad_type;
+    sp.out = !bf16 && s.out != nullptr ? s.out + base : nullptr;
+    sp.len = len;
+    sp.stream_len = s.stream_len != 0u ? s.stream_len : s.len;
+    CSDKIT_CAT(Update, CSDKIT_HOST_ISA)(mu, c, sp);
+
+    // As written.
+    uint64_t nf = 0;
+    if (bf16) {
+      uint16_t* const copy = md.out == DType::kBf16 ? s.out + base : nullptr;
+      nf = RoundThetaBf16(th32, len, s.seed, s.step, s.index + base, th16, copy);
+      ig->crc_out[0] =
+          Crc32Words(ig->crc_out[0], reinterpret_cast<const uint32_t*>(th16), len / 2);
+    } else {
+      ig->crc_out[0] = Crc32WordsNonFinite(ig->crc_out[0], th32, len, &nf);
+    }
+    for (unsigned a = 0; a < 2; ++a) {
+      if (codes[a] == nullptr) continue;
+      const uint32_t bad =
+          Quantize<kFtz>(a == 0, scratch[a], blocks, codes[a] + base, amax[a] + b0);
+      nf += uint64_t{bad} * kQ8Block;
+      ig->crc_out[1 + a] = Crc32Words(ig->crc_out[1 + a],
+                                      reinterpret_cast<const uint32_t*>(codes[a] + base), len / 4);
+      for (uint32_t b = 0; b < blocks; ++b) ig->abs_out[a] = Crc32Word(ig->abs_out[a], amax[a][b0 + b]);
+    }
+    if (nf == 0u) continue;
+    ig->nonfinite += nf;
+    if (ig->first != 0xffffffffu) continue;
+    // The chunk's first element that reads back non-finite: a whole block where a moment's
+    // absmax is non-finite, else theta's own.
+    for (uint32_t b = 0; b < blocks && ig->first == 0xffffffffu; ++b) {
+      bool whole = false;
+      for (unsigned a = 0; a < 2; ++a) {
+        whole |= codes[a] != nullptr && IsNonFinite(amax[a][b0 + b]);
+      }
+      if (whole) {
+        ig->first = ig->origin + base + b * kQ8Block;
+        break;
+      }
+      for (uint32_t i = b * kQ8Block; i < (b + 1) * kQ8Block; ++i) {
+        const uint32_t stored = bf16 ? static_cast<uint32_t>(th16[i]) << 16 : th32[i];
+        if (IsNonFinite(stored)) {
+          ig->first = ig->origin + base + i;
+          break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void CSDKIT_CAT(DequantQ8Blocks, CSDKIT_HOST_ISA)(const uint8_t* codes, const uint32_t* absmax,
+                                                  uint32_t blocks, bool is_signed, bool ftz,
+                                                  uint32_t* out) {
+  if (ftz) {
+    Dequant<true>(is_signed, codes, absmax, blocks, out);
+  } else {
+    Dequant<false>(is_signed, codes, absmax, blocks, out);
+  }
+}
+
+uint32_t CSDKIT_CAT(QuantizeQ8Blocks, CSDKIT_HOST_ISA)(const uint32_t* x, uint32_t blocks,
+                                                       bool is_signed, bool ftz, uint8_t* codes,
+                                                       uint32_t* absmax) {
+  return ftz ? Quantize<true>(is_signed, x, blocks, codes, absmax)
+             : Quantize<false>(is_signed, x, blocks, codes, absmax);
+}
+
+uint64_t CSDKIT_CAT(RoundBf16Span, CSDKIT_HOST_ISA)(const uint32_t* theta, uint32_t len,
+                                                    uint64_t seed, uint64_t step, uint64_t index,
+                                                    uint16_t* dst) {
+  return RoundThetaBf16(theta, len, seed, step, index, dst, nullptr);
+}
+
+void CSDKIT_CAT(UpdateQ8, CSDKIT_HOST_ISA)(const Mode& md, const RuleCtl& c, const Q8Span& s,
+                                           Q8Integrity* ig) {
+  if (md.ftz) {
+    Chunks<true>(md, c, s, ig);
+  } else {
+    Chunks<false>(md, c, s, ig);
+  }
+}
+
+}  // namespace host
+}  // namespace hls
+}  // namespace csdkit
