@@ -11,12 +11,15 @@ endif()
 
 # FST tracing is compiled in (it costs nothing until a trace is opened: --trace / CSDKIT_TRACE).
 set(CSDKIT_KERNEL_TRACE TRACE_FST)
+# csd_update_bundle_mux (two masters per bundle: gmem1 m + m_absmax, gmem2 v + v_absmax) needs
+# csd_axi_pkg, so it is the kernel's source rather than one of updater.cmake's core modules.
 set(csd_kernel_sources ${CSD_UPD_ALL_SOURCES} ${CSD_AXI_SOURCES} ${CSD_UPDATE_ARGS_PKG}
-    ${CSD_UPDATE_CORE} ${CSD_UPDATE_WRAPPER})
+    "${CSD_UPD_DIR}/csd_update_bundle_mux.sv" ${CSD_UPDATE_CORE} ${CSD_UPDATE_WRAPPER})
 list(REMOVE_DUPLICATES csd_kernel_sources)
 set(csd_kernel_vlt ${CMAKE_CURRENT_LIST_DIR}/lint/csd.vlt)
 
 add_library(csdkit_rtl_kernel STATIC ${PROJECT_SOURCE_DIR}/emu/rtl/rtl_kernel.cpp)
+add_dependencies(csdkit_rtl_kernel csd_rtl_q8_tables_pkg)
 set_target_properties(csdkit_rtl_kernel PROPERTIES POSITION_INDEPENDENT_CODE ON)
 foreach(policy ieee ftz)
   set(ftz_bit 0)
@@ -65,6 +68,11 @@ add_test(NAME rtl_lint_csd_update_ftz
          COMMAND ${CSDKIT_VERILATOR_EXE} --lint-only -Wall ${csd_kernel_vlt} ${csd_kernel_sources}
                  --top-module csd_update "-GFtzDaz=1'b1")
 set_tests_properties(rtl_lint_csd_update_ftz PROPERTIES LABELS "nightly;rtl;lint" TIMEOUT 300)
+add_test(NAME rtl_lint_csd_update_bundle_mux
+         COMMAND ${CSDKIT_VERILATOR_EXE} --lint-only -Wall ${csd_kernel_vlt} ${csd_kernel_sources}
+                 --top-module csd_update_bundle_mux)
+set_tests_properties(rtl_lint_csd_update_bundle_mux PROPERTIES LABELS "quick;rtl;lint"
+                     TIMEOUT 300)
 add_test(NAME rtl_lint_csd_update_kernel
          COMMAND ${CSDKIT_VERILATOR_EXE} --lint-only -Wall ${csd_kernel_vlt} ${csd_kernel_sources}
                  --top-module csd_update_kernel)
@@ -85,13 +93,15 @@ target_compile_definitions(rtl_kernel_test PRIVATE
 # gtest_discover_tests flattens a list-valued property into its arguments (CMake 3.25: LABELS
 # "quick;rtl" became LABELS quick and a stray "rtl" that swallowed what followed), and ctest adds
 # labels up rather than replacing them, so every label is set by a file ctest includes after the
-# discovered tests: quick and rtl, but the back-pressure sweep's second memory seed (75 s),
-# nightly and rtl.
+# discovered tests: quick and rtl, but the back-pressure sweep's second memory seed (75 s) and
+# the q8 formats at more sizes, nightly and rtl.
 gtest_discover_tests(rtl_kernel_test TEST_LIST csd_rtl_kernel_tests
                      PROPERTIES TIMEOUT 1500 COST 100 DISCOVERY_TIMEOUT 120)
+set(csd_rtl_nightly "EveryConfigurationBitExactUnderBackPressureSecondSeed")
+string(APPEND csd_rtl_nightly "|Q8FormatsBitExactUnderBackPressureMoreSizes")
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/rtl_kernel_test_labels.cmake
      "foreach(t IN LISTS csd_rtl_kernel_tests)\n"
-     "  if(t STREQUAL \"Rtl.EveryConfigurationBitExactUnderBackPressureSecondSeed\")\n"
+     "  if(t MATCHES \"^Rtl[.](${csd_rtl_nightly})\$\")\n"
      "    set_tests_properties(\${t} PROPERTIES LABELS \"nightly;rtl\")\n"
      "  else()\n"
      "    set_tests_properties(\${t} PROPERTIES LABELS \"quick;rtl\")\n"

@@ -13,6 +13,12 @@
 # Tests:    rtl_lint_csd_update_<module>[_<params>]   quick    verilator --lint-only -Wall
 #           rtl_core_<cfg>_matrix_<variant>           quick    every dtype x copy x dense/sparse
 #           rtl_core_<cfg>_malformed                  quick    malformed streams, bad modes
+#                                                              (l16_ieee: nightly)
+#           rtl_core_<cfg>_q8                         quick    q8 / q8-bf16: every variant x dtype
+#                                                              x copy x dense/sparse, refusals
+#                                                              (l16: three variants; the others
+#                                                              rtl_core_l16_ieee_q8_other, nightly)
+#           rtl_core_<cfg>_q8_sizes                   nightly  the same at three sizes each
 #           rtl_core_<cfg>_perf                       quick    cycles/word, latency (JSON lines)
 #           rtl_core_<cfg>_random                     nightly  random launches
 # Options:  CSDKIT_RTL_TRACE=ON (rtl.cmake) builds the models with FST tracing; then
@@ -30,6 +36,9 @@ if(NOT CSD_UPD_VERILATOR_EXE)
 endif()
 
 include("${CMAKE_CURRENT_LIST_DIR}/common.cmake")
+# The q8 units and their generated tables package (the lanes dequantize, the quantizers after
+# them requantize): CSD_Q8_TABLES_PKG and its target csd_rtl_q8_tables_pkg.
+include("${CMAKE_CURRENT_LIST_DIR}/q8.cmake")
 
 set(CSD_UPD_RTL_DIR "${CMAKE_CURRENT_LIST_DIR}")
 set(CSD_UPD_DIR "${CSD_UPD_RTL_DIR}/kernels/updater")
@@ -45,12 +54,18 @@ endforeach()
 # The updater's own modules, leaves first (the FIFO and the delay line are rtl/common/'s).
 set(CSD_UPD_MODULES csd_update_rd_port csd_update_wr_port csd_update_decode csd_update_lane
     csd_update_blk_unpack csd_update_blk_check csd_update_idx_check csd_update_merge
-    csd_update_crc csd_update_core)
+    csd_update_crc csd_update_crc_join csd_update_q8_quant csd_update_core)
 set(CSD_UPD_SOURCES "${CSD_UPD_DIR}/csd_update_pkg.sv")
 foreach(m ${CSD_UPD_MODULES})
   list(APPEND CSD_UPD_SOURCES "${CSD_UPD_DIR}/${m}.sv")
 endforeach()
-set(CSD_UPD_ALL_SOURCES ${CSD_UPD_FP_SOURCES} ${CSD_COMMON_SOURCES} ${CSD_UPD_SOURCES})
+# rtl/q8's modules (csd_philox4x32 … csd_q8_scale) after the generated tables package.
+set(CSD_UPD_Q8_SOURCES "${CSD_Q8_TABLES_PKG}")
+foreach(m csd_philox4x32 csd_q8_rand16 csd_q8_dequant csd_q8_index csd_q8_absmax csd_q8_scale)
+  list(APPEND CSD_UPD_Q8_SOURCES "${CSD_UPD_RTL_DIR}/q8/${m}.sv")
+endforeach()
+set(CSD_UPD_ALL_SOURCES ${CSD_UPD_FP_SOURCES} ${CSD_COMMON_SOURCES} ${CSD_UPD_Q8_SOURCES}
+    ${CSD_UPD_SOURCES})
 
 # -Wall is fatal, so the build lints each configuration too. --assert turns on the sources'
 # simulation checks (FIFO over/underflow, channel misuse, the fp units' latencies against the
@@ -88,6 +103,7 @@ foreach(cfg ${CSD_UPD_CONFIGS})
            OPT_FAST -O1
            OPT_SLOW -O1
            OPT_GLOBAL -O2)
+  add_dependencies(csd_rtl_updater_${name} csd_rtl_q8_tables_pkg)
 
   # The bench checks against the tests' reference (csdkit_test_util): built with the tests.
   if(NOT TARGET csdkit_test_util)
@@ -123,9 +139,30 @@ foreach(cfg ${CSD_UPD_CONFIGS})
     set_tests_properties(rtl_core_${name}_matrix_${variant} PROPERTIES
                          LABELS "${matrix_label}" TIMEOUT 600 COST 12)
   endforeach()
+  # The malformed streams at Lanes 4 in the quick tests; at Lanes 16 (80 s since the q8 logic
+  # shares the model) nightly, for CI time.
   add_test(NAME rtl_core_${name}_malformed COMMAND ${tb} --suite malformed)
-  set_tests_properties(rtl_core_${name}_malformed PROPERTIES LABELS "quick;rtl"
+  if(lanes EQUAL 16)
+    set(malformed_label "nightly;rtl")
+  else()
+    set(malformed_label "quick;rtl")
+  endif()
+  set_tests_properties(rtl_core_${name}_malformed PROPERTIES LABELS "${malformed_label}"
                        TIMEOUT 600 COST 80)
+  # The q8 formats: every variant x dtype x copy x dense/sparse x format once (quick; at Lanes
+  # 16 AdamW, Adagrad and Lion, both moments, v alone and m alone, ~14 s; the other seven
+  # variants nightly), three sizes each (nightly).
+  if(lanes EQUAL 16)
+    add_test(NAME rtl_core_${name}_q8 COMMAND ${tb} --suite q8 --variant adamw,adagrad,lion)
+    add_test(NAME rtl_core_${name}_q8_other COMMAND ${tb} --suite q8 --variant
+             adamw_wd_t7,adam,adam_l2,sgd_mom_first,sgd_mom_damp_l2,sgd_nesterov,sgd_plain)
+    set_tests_properties(rtl_core_${name}_q8_other PROPERTIES LABELS "nightly;rtl" TIMEOUT 1800)
+  else()
+    add_test(NAME rtl_core_${name}_q8 COMMAND ${tb} --suite q8)
+  endif()
+  set_tests_properties(rtl_core_${name}_q8 PROPERTIES LABELS "quick;rtl" TIMEOUT 600 COST 40)
+  add_test(NAME rtl_core_${name}_q8_sizes COMMAND ${tb} --suite q8 --iters 3)
+  set_tests_properties(rtl_core_${name}_q8_sizes PROPERTIES LABELS "nightly;rtl" TIMEOUT 7200)
   add_test(NAME rtl_core_${name}_perf COMMAND ${tb} --suite perf)
   set_tests_properties(rtl_core_${name}_perf PROPERTIES LABELS "quick;rtl" TIMEOUT 600)
   add_test(NAME rtl_core_${name}_random COMMAND ${tb} --suite random --iters 400)

@@ -2,9 +2,10 @@
 // through the AXI harness) against the host
 // model: every byte of every buffer, every optimizer variant x gradient dtype x output dtype x
 // dense/sparse x IEEE/FTZ, sizes that are not multiples of the lane count or of a burst, buffers
-// spanning many 4 KiB pages, special values, several memory back-pressure seeds; malformed
-// sparse streams flagged with nothing but the status written; outputs that overflow (the
-// integrity lanes); and the runtime on rtl devices.
+// spanning many 4 KiB pages, special values, several memory back-pressure seeds; the compressed
+// state formats q8 / q8-bf16 (codes and absmax sharing their bundles); malformed sparse streams
+// flagged with nothing but the status written; outputs that overflow (the integrity lanes); and
+// the runtime on rtl devices.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -69,6 +70,33 @@ TEST_F(Rtl, EveryConfigurationBitExactUnderBackPressure) {
 
 TEST_F(Rtl, EveryConfigurationBitExactUnderBackPressureSecondSeed) {
   EveryConfigurationUnderBackPressure({2});
+}
+
+// The compressed state formats through the whole kernel: each moment's codes and absmax arrays
+// share one bundle (gmem1 / gmem2), so their reads and writes interleave under back-pressure.
+// Quick: one size of five blocks, FTZ/DAZ only (the bundles and the key do not depend on the
+// policy; the core bench runs both), every optimizer variant x dtypes x copy x dense/sparse of
+// both formats, half on special data; nightly: both policies, more sizes (one absmax word to
+// several, across a sparse block) and another memory seed.
+void Q8FormatsUnderBackPressure(uint64_t seed, std::vector<uint32_t> sizes, bool ieee) {
+  auto dev = RtlDevice(emu::RtlMemory::kStress, seed);
+  SelfTestOptions so;
+  so.sizes = std::move(sizes);
+  so.ieee = ieee;
+  so.seed = seed * 1000 + 8;
+  so.states = {hls::StateFmt::kQ8, hls::StateFmt::kQ8Bf16};
+  so.on_case = [&](const std::string& what, const std::string& diff) {
+    if (!diff.empty()) ADD_FAILURE() << "memory seed " << seed << ": " << what << ": " << diff;
+  };
+  const SelfTestReport r = SelfTest((*dev)[0], so);
+  EXPECT_EQ(r.failed, 0);
+  std::printf("%d q8 / q8-bf16 RTL launches bit-exact with the model\n", r.launches);
+}
+
+TEST_F(Rtl, Q8FormatsBitExactUnderBackPressure) { Q8FormatsUnderBackPressure(4, {1280}, false); }
+
+TEST_F(Rtl, Q8FormatsBitExactUnderBackPressureMoreSizes) {
+  Q8FormatsUnderBackPressure(5, {256, 12544, 70001}, true);
 }
 
 TEST_F(Rtl, LargeLaunchesAcrossSparseBlocks) {

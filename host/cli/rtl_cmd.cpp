@@ -11,7 +11,9 @@
 #include "commands.h"
 #include "csdkit/emu/emu_device.h"
 #include "csdkit/emu/rtl_kernel.h"
+#include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/selftest.h"
 #include "csdkit/system/device_set.h"
 #include "options.h"
@@ -26,10 +28,21 @@ std::string Hex(uint32_t x, int digits) {
   return b;
 }
 
-// The inputs of element i of a problem, in hex (for mismatch reports).
+// The inputs of element i of a problem, in hex (for mismatch reports): theta, m, v as stored
+// (q8 formats: theta binary32 or bf16, a moment's code and its block's absmax).
 std::string InputsOf(const Problem& p, uint64_t i) {
-  std::string s = "theta=" + Hex(p.buf.theta.as<uint32_t>()[i], 8) +
-                  " m=" + Hex(p.buf.m.as<uint32_t>()[i], 8) + " v=" + Hex(p.buf.v.as<uint32_t>()[i], 8);
+  std::string s;
+  const hls::StateFmt st = p.spec.grad.state;
+  if (st == hls::StateFmt::kFp32) {
+    s = "theta=" + Hex(p.buf.theta.as<uint32_t>()[i], 8) +
+        " m=" + Hex(p.buf.m.as<uint32_t>()[i], 8) + " v=" + Hex(p.buf.v.as<uint32_t>()[i], 8);
+  } else {
+    const uint64_t b = i / hls::kQ8Block;
+    s = "theta=" + (st == hls::StateFmt::kQ8Bf16 ? Hex(p.buf.theta.as<uint16_t>()[i], 4)
+                                                 : Hex(p.buf.theta.as<uint32_t>()[i], 8)) +
+        " m=" + Hex(p.buf.m.as<uint8_t>()[i], 2) + "/" + Hex(p.buf.m_absmax.as<uint32_t>()[b], 8) +
+        " v=" + Hex(p.buf.v.as<uint8_t>()[i], 2) + "/" + Hex(p.buf.v_absmax.as<uint32_t>()[b], 8);
+  }
   if (!p.spec.grad.sparse) {
     s += " g=" + (p.spec.grad.grad == DType::kFp32 ? Hex(p.buf.grad.as<uint32_t>()[i], 8)
                                                    : Hex(p.buf.grad.as<uint16_t>()[i], 4));
@@ -41,6 +54,7 @@ struct VerifyOpts {
   std::vector<std::string> optimizers = OptimizerNames();
   std::vector<std::string> grads = {"fp32", "fp16", "bf16"};
   std::vector<std::string> outs = {"none", "fp16", "bf16"};
+  std::vector<std::string> states = {"fp32"};
   std::string sparse = "both", policy = "both";
   uint32_t n = 1000;
   unsigned seeds = 1;
@@ -60,6 +74,11 @@ void AddRtlCommands(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--grad", o->grads, "gradient dtypes")->capture_default_str();
   c->add_option("--out", o->outs, "low-precision outputs (none fp16 bf16)")->capture_default_str();
+  c->add_option("--state", o->states,
+                "state formats fp32 q8 q8-bf16 (q8 formats: n rounded up to whole blocks of 256; "
+                "q8-bf16 has no fp16 copy)")
+      ->check(CLI::IsMember({"fp32", "q8", "q8-bf16"}))
+      ->capture_default_str();
   c->add_option("--sparse", o->sparse, "dense|sparse|both")
       ->check(CLI::IsMember({"dense", "sparse", "both"}))
       ->capture_default_str();
@@ -86,68 +105,88 @@ void AddRtlCommands(CLI::App& app) {
     for (const std::string& opt : o->optimizers) {
       for (const std::string& gname : o->grads) {
         for (const std::string& oname : o->outs) {
-          for (bool sparse : {false, true}) {
-            if ((sparse && o->sparse == "dense") || (!sparse && o->sparse == "sparse")) continue;
-            for (bool ftz : {false, true}) {
-              if ((ftz && o->policy == "ieee") || (!ftz && o->policy == "ftz")) continue;
-              for (unsigned seed = 1; seed <= o->seeds; ++seed) {
-                ProblemSpec spec;
-                spec.hyper = OptimizerConfig::Defaults(ParseOptimizer(opt));
-                spec.grad.grad = ParseGradDType(gname);
-                spec.grad.out = ParseOutDType(oname);
-                spec.grad.ftz = ftz;
-                spec.n = o->n;
-                spec.topk = sparse ? o->topk : 0.0;
-                spec.seed = seed;
-                Problem p = Problem::Generate(spec);
-                std::memset(p.buf.out16.data(), 0xab, p.buf.out16.size());
-                UpdateBuffers exp = p.buf.Clone();
-                RunUpdate(exp, p.spec.n, p.nnz, p.launch);
-                DeviceSpec ds = o->dev.Spec(1);
-                ds.rtl.seed = seed;
-                DeviceSet devices(ds);
-                const UpdateBuffers got = RunOnDevice(devices[0], p);
-                emu::RtlLaunchStats st;
-                if (emu::EmulatedSmartSsd* e = devices.emulated(0)) st = e->last_rtl_launch();
-                nlohmann::json row{{"optimizer", opt}, {"grad", gname},      {"out", oname},
-                                   {"sparse", sparse}, {"ftz", ftz},         {"seed", seed},
-                                   {"n", o->n},        {"cycles", st.cycles}};
-                bool ok = true;
-                for (const auto& [nm, a, b, eb] :
-                     {std::tuple{"theta", &exp.theta, &got.theta, 4u},
-                      std::tuple{"m", &exp.m, &got.m, 4u}, std::tuple{"v", &exp.v, &got.v, 4u},
-                      std::tuple{"out16", &exp.out16, &got.out16, 2u},
-                      std::tuple{"status", &exp.status, &got.status, 4u}}) {
-                  std::string d = DiffBuffers(nm, *a, *b, eb);
-                  if (!d.empty()) {
-                    ok = false;
-                    // The inputs of the first mismatching element.
-                    for (uint64_t i = 0; i * eb < a->size(); ++i) {
-                      if (std::memcmp(a->data() + i * eb, b->data() + i * eb, eb) != 0) {
-                        if (i < p.spec.n) d += "; inputs[" + std::to_string(i) + "]: " + InputsOf(p, i);
-                        break;
+          for (const std::string& sname : o->states) {
+            const hls::StateFmt state = ParseStateFmt(sname);
+            if (state == hls::StateFmt::kQ8Bf16 && oname == "fp16") continue;  // refused
+            // q8 formats: whole blocks of 256.
+            const uint32_t n = hls::IsQ8(state) ? (o->n + 255u) / 256u * 256u : o->n;
+            for (bool sparse : {false, true}) {
+              if ((sparse && o->sparse == "dense") || (!sparse && o->sparse == "sparse")) continue;
+              for (bool ftz : {false, true}) {
+                if ((ftz && o->policy == "ieee") || (!ftz && o->policy == "ftz")) continue;
+                for (unsigned seed = 1; seed <= o->seeds; ++seed) {
+                  ProblemSpec spec;
+                  spec.hyper = OptimizerConfig::Defaults(ParseOptimizer(opt));
+                  spec.grad.grad = ParseGradDType(gname);
+                  spec.grad.out = ParseOutDType(oname);
+                  spec.grad.ftz = ftz;
+                  spec.grad.state = state;
+                  spec.n = n;
+                  spec.topk = sparse ? o->topk : 0.0;
+                  spec.seed = seed;
+                  Problem p = Problem::Generate(spec);
+                  std::memset(p.buf.out16.data(), 0xab, p.buf.out16.size());
+                  UpdateBuffers exp = p.buf.Clone();
+                  RunUpdate(exp, p.spec.n, p.nnz, p.launch);
+                  DeviceSpec ds = o->dev.Spec(1);
+                  ds.rtl.seed = seed;
+                  DeviceSet devices(ds);
+                  const UpdateBuffers got = RunOnDevice(devices[0], p);
+                  emu::RtlLaunchStats st;
+                  if (emu::EmulatedSmartSsd* e = devices.emulated(0)) st = e->last_rtl_launch();
+                  nlohmann::json row{{"optimizer", opt}, {"grad", gname},  {"out", oname},
+                                     {"state", sname},   {"sparse", sparse}, {"ftz", ftz},
+                                     {"seed", seed},     {"n", n},           {"cycles", st.cycles}};
+                  bool ok = true;
+                  // Bytes per stored value, and elements per value (an absmax covers a block).
+                  const bool q8 = hls::IsQ8(state);
+                  const unsigned tb = state == hls::StateFmt::kQ8Bf16 ? 2u : 4u, mb = q8 ? 1u : 4u;
+                  for (const auto& [nm, a, b, eb, per] :
+                       {std::tuple{"theta", &exp.theta, &got.theta, tb, 1u},
+                        std::tuple{"m", &exp.m, &got.m, mb, 1u},
+                        std::tuple{"v", &exp.v, &got.v, mb, 1u},
+                        std::tuple{"m_absmax", &exp.m_absmax, &got.m_absmax, 4u, 256u},
+                        std::tuple{"v_absmax", &exp.v_absmax, &got.v_absmax, 4u, 256u},
+                        std::tuple{"out16", &exp.out16, &got.out16, 2u, 1u},
+                        std::tuple{"status", &exp.status, &got.status, 4u, 0u}}) {
+                    std::string d = DiffBuffers(nm, *a, *b, eb);
+                    if (!d.empty()) {
+                      ok = false;
+                      // The inputs of the first mismatching element.
+                      for (uint64_t i = 0; i * eb < a->size(); ++i) {
+                        if (std::memcmp(a->data() + i * eb, b->data() + i * eb, eb) != 0) {
+                          const uint64_t e = i * per;
+                          if (per != 0 && e < p.spec.n) {
+                            d += "; inputs[" + std::to_string(e) + "]: " + InputsOf(p, e);
+                          }
+                          break;
+                        }
+                      }
+                    }
+                    row[nm] = d.empty() ? "bit-exact" : d;
+                  }
+                  ++launches;
+                  failed += ok ? 0 : 1;
+                  if (!o->json) {
+                    std::printf("%-8s grad=%s out=%-4s %s%-6s %-4s seed=%u: %s (%llu cycles)\n",
+                                opt.c_str(), gname.c_str(), oname.c_str(),
+                                q8 ? ("state=" + sname + " ").c_str() : "",
+                                sparse ? "sparse" : "dense", ftz ? "ftz" : "ieee", seed,
+                                !ok ? "MISMATCH"
+                                    : q8 ? "theta m v m_absmax v_absmax out16 status bit-exact"
+                                         : "theta m v out16 status bit-exact",
+                                static_cast<unsigned long long>(st.cycles));
+                    if (!ok) {
+                      for (const char* nm :
+                           {"theta", "m", "v", "m_absmax", "v_absmax", "out16", "status"}) {
+                        if (row[nm] != "bit-exact") {
+                          std::printf("    %s\n", row[nm].get<std::string>().c_str());
+                        }
                       }
                     }
                   }
-                  row[nm] = d.empty() ? "bit-exact" : d;
+                  rows.push_back(row);
                 }
-                ++launches;
-                failed += ok ? 0 : 1;
-                if (!o->json) {
-                  std::printf("%-8s grad=%s out=%-4s %-6s %-4s seed=%u: %s (%llu cycles)\n",
-                              opt.c_str(), gname.c_str(), oname.c_str(),
-                              sparse ? "sparse" : "dense", ftz ? "ftz" : "ieee", seed,
-                              ok ? "theta m v out16 status bit-exact" : "MISMATCH",
-                              static_cast<unsigned long long>(st.cycles));
-                  if (!ok) {
-                    for (const char* nm : {"theta", "m", "v", "out16", "status"}) {
-                      if (row[nm] != "bit-exact") {
-                        std::printf("    %s\n", row[nm].get<std::string>().c_str());
-                      }
-                    }
-                  }
-                }
-                rows.push_back(row);
               }
             }
           }

@@ -17,6 +17,7 @@ namespace {
 struct SelfTestOpts {
   DeviceOptions dev{"opencl", "stress"};
   std::vector<uint32_t> sizes = {1, 17, 4097, 70001};
+  std::vector<std::string> states = {"fp32"};
   bool ftz_only = false, json = false, verbose = false;
 };
 
@@ -29,6 +30,11 @@ void AddSelfTestCommand(CLI::App& app) {
                   "sizes, with special values) on a device and compare with the host model");
   o->dev.Add(c);
   c->add_option("--sizes", o->sizes, "element counts to test")->capture_default_str();
+  c->add_option("--state", o->states,
+                "state formats fp32 q8 q8-bf16 (a q8 format rounds each size up to whole blocks "
+                "of 256)")
+      ->check(CLI::IsMember({"fp32", "q8", "q8-bf16"}))
+      ->capture_default_str();
   c->add_flag("--ftz-only", o->ftz_only,
               "only the FTZ/DAZ policy (what an HLS-built xclbin implements)");
   c->add_flag("--verbose", o->verbose, "one line per launch");
@@ -39,6 +45,8 @@ void AddSelfTestCommand(CLI::App& app) {
     SelfTestOptions so;
     so.sizes = o->sizes;
     so.ieee = !o->ftz_only;
+    so.states.clear();
+    for (const std::string& st : o->states) so.states.push_back(ParseStateFmt(st));
     so.on_case = [o](const std::string& what, const std::string& diff) {
       if (o->json) return;
       if (!diff.empty()) std::printf("MISMATCH %s: %s\n", what.c_str(), diff.c_str());

@@ -12,10 +12,12 @@
 // (validation pass, streaming update, status last). A channel's command names a word offset
 // within its array; the array's base pointer from the registers is added here.
 //
-// Bundles (update_args.h): gmem0 theta, gmem1 m, gmem2 v (read and written), gmem3 grad,
-// gmem4 sp_idx (read), gmem5 sp_blk (read) and status (written), gmem6 out16 (written). The
-// unused half of a bundle is tied idle. AXI error responses (SLVERR/DECERR) of any master are
-// reported in status lane 12: bit 0 and the first failing bundle's number in bits [15:8].
+// Bundles (update_args.h): gmem0 theta, gmem1 m and m_absmax, gmem2 v and v_absmax (read and
+// written), gmem3 grad, gmem4 sp_idx (read), gmem5 sp_blk (read) and status (written), gmem6
+// out16 (written). The unused half of a bundle is tied idle; the two read and two write masters
+// of gmem1 / gmem2 share their bundle through csd_update_bundle_mux (told apart by the AXI ID).
+// AXI error responses (SLVERR/DECERR) of any master are reported in status lane 12: bit 0 and
+// the first failing bundle's number in bits [15:8].
 //
 // Launch: ap_start (level, from the control slave) starts the core once; the core's done pulse
 // is ap_done and ap_ready; ap_idle while no launch runs.
@@ -162,8 +164,9 @@ module csd_update_kernel import csd_axi_pkg::*; #(
   logic [NumWr-1:0][WordBits-1:0]                  wr_data;
 
   csd_update_core #(
-    .Lanes (Lanes),
-    .FtzDaz(FtzDaz)
+    .Lanes  (Lanes),
+    .FtzDaz (FtzDaz),
+    .StateQ8(1'b1)
   ) u_core (
     .clk_i          (clk_i),
     .rst_ni         (rst_nq),
@@ -183,6 +186,12 @@ module csd_update_kernel import csd_axi_pkg::*; #(
     .wd_i           (args.wd),
     .c1_i           (args.c1),
     .c2_i           (args.c2),
+    .seed_lo_i      (args.seed_lo),
+    .seed_hi_i      (args.seed_hi),
+    .step_lo_i      (args.step_lo),
+    .step_hi_i      (args.step_hi),
+    .index_lo_i     (args.index_lo),
+    .index_hi_i     (args.index_hi),
     .rd_cmd_valid_o (rd_cmd_valid),
     .rd_cmd_ready_i (rd_cmd_ready),
     .rd_cmd_offset_o(rd_cmd_offset),
@@ -213,11 +222,15 @@ module csd_update_kernel import csd_axi_pkg::*; #(
   assign rd_base[csd_update_pkg::RdGrad] = args.grad;
   assign rd_base[csd_update_pkg::RdIdx] = args.sp_idx;
   assign rd_base[csd_update_pkg::RdBlk] = args.sp_blk;
+  assign rd_base[csd_update_pkg::RdMAbs] = args.m_absmax;
+  assign rd_base[csd_update_pkg::RdVAbs] = args.v_absmax;
   assign wr_base[csd_update_pkg::WrTheta] = args.theta;
   assign wr_base[csd_update_pkg::WrM] = args.m;
   assign wr_base[csd_update_pkg::WrV] = args.v;
   assign wr_base[csd_update_pkg::WrOut16] = args.out16;
   assign wr_base[csd_update_pkg::WrStatus] = args.status;
+  assign wr_base[csd_update_pkg::WrMAbs] = args.m_absmax;
+  assign wr_base[csd_update_pkg::WrVAbs] = args.v_absmax;
 
   axi_rd_req_t  [NumRd-1:0] rd_req;
   axi_rd_resp_t [NumRd-1:0] rd_resp;
@@ -278,8 +291,8 @@ module csd_update_kernel import csd_axi_pkg::*; #(
   // one; of several in one cycle the lowest bundle number. Cleared at each start. The masters'
   // err_o are sticky, so a channel's error is seen one cycle after its response and stays; the
   // status write's own B response comes after the status word and cannot be reported in it.
-  localparam logic [NumRd-1:0][7:0] RdBundle = {8'd5, 8'd4, 8'd3, 8'd2, 8'd1, 8'd0};
-  localparam logic [NumWr-1:0][7:0] WrBundle = {8'd5, 8'd6, 8'd2, 8'd1, 8'd0};
+  localparam logic [NumRd-1:0][7:0] RdBundle = {8'd2, 8'd1, 8'd5, 8'd4, 8'd3, 8'd2, 8'd1, 8'd0};
+  localparam logic [NumWr-1:0][7:0] WrBundle = {8'd2, 8'd1, 8'd5, 8'd6, 8'd2, 8'd1, 8'd0};
 
   logic [6:0]  bundle_err;
   logic [7:0]  first_bundle;
@@ -322,8 +335,26 @@ module csd_update_kernel import csd_axi_pkg::*; #(
 
   assign gmem0_req_o = axi_req_join(rd_req[csd_update_pkg::RdTheta],
                                     wr_req[csd_update_pkg::WrTheta]);
-  assign gmem1_req_o = axi_req_join(rd_req[csd_update_pkg::RdM], wr_req[csd_update_pkg::WrM]);
-  assign gmem2_req_o = axi_req_join(rd_req[csd_update_pkg::RdV], wr_req[csd_update_pkg::WrV]);
+  csd_update_bundle_mux u_mux_gmem1 (
+    .clk_i    (clk_i),
+    .rst_ni   (rst_nq),
+    .rd_req_i ({rd_req[csd_update_pkg::RdMAbs], rd_req[csd_update_pkg::RdM]}),
+    .rd_resp_o({rd_resp[csd_update_pkg::RdMAbs], rd_resp[csd_update_pkg::RdM]}),
+    .wr_req_i ({wr_req[csd_update_pkg::WrMAbs], wr_req[csd_update_pkg::WrM]}),
+    .wr_resp_o({wr_resp[csd_update_pkg::WrMAbs], wr_resp[csd_update_pkg::WrM]}),
+    .req_o    (gmem1_req_o),
+    .resp_i   (gmem1_resp_i)
+  );
+  csd_update_bundle_mux u_mux_gmem2 (
+    .clk_i    (clk_i),
+    .rst_ni   (rst_nq),
+    .rd_req_i ({rd_req[csd_update_pkg::RdVAbs], rd_req[csd_update_pkg::RdV]}),
+    .rd_resp_o({rd_resp[csd_update_pkg::RdVAbs], rd_resp[csd_update_pkg::RdV]}),
+    .wr_req_i ({wr_req[csd_update_pkg::WrVAbs], wr_req[csd_update_pkg::WrV]}),
+    .wr_resp_o({wr_resp[csd_update_pkg::WrVAbs], wr_resp[csd_update_pkg::WrV]}),
+    .req_o    (gmem2_req_o),
+    .resp_i   (gmem2_resp_i)
+  );
   assign gmem3_req_o = axi_req_join(rd_req[csd_update_pkg::RdGrad], AXI_WR_REQ_IDLE);
   assign gmem4_req_o = axi_req_join(rd_req[csd_update_pkg::RdIdx], AXI_WR_REQ_IDLE);
   assign gmem5_req_o = axi_req_join(rd_req[csd_update_pkg::RdBlk],
@@ -332,22 +363,11 @@ module csd_update_kernel import csd_axi_pkg::*; #(
 
   assign rd_resp[csd_update_pkg::RdTheta]  = axi_resp_rd(gmem0_resp_i);
   assign wr_resp[csd_update_pkg::WrTheta]  = axi_resp_wr(gmem0_resp_i);
-  assign rd_resp[csd_update_pkg::RdM]      = axi_resp_rd(gmem1_resp_i);
-  assign wr_resp[csd_update_pkg::WrM]      = axi_resp_wr(gmem1_resp_i);
-  assign rd_resp[csd_update_pkg::RdV]      = axi_resp_rd(gmem2_resp_i);
-  assign wr_resp[csd_update_pkg::WrV]      = axi_resp_wr(gmem2_resp_i);
   assign rd_resp[csd_update_pkg::RdGrad]   = axi_resp_rd(gmem3_resp_i);
   assign rd_resp[csd_update_pkg::RdIdx]    = axi_resp_rd(gmem4_resp_i);
   assign rd_resp[csd_update_pkg::RdBlk]    = axi_resp_rd(gmem5_resp_i);
   assign wr_resp[csd_update_pkg::WrStatus] = axi_resp_wr(gmem5_resp_i);
   assign wr_resp[csd_update_pkg::WrOut16]  = axi_resp_wr(gmem6_resp_i);
-
-  // The compressed state formats' arguments (update_args.h: the absmax buffers and the
-  // stochastic rounding's key): this RTL implements the fp32 format only, and its mode decode
-  // refuses the state field (bad mode, nothing written), so they are never read.
-  logic unused_q8_args;
-  assign unused_q8_args = ^{args.m_absmax, args.v_absmax, args.seed_lo, args.seed_hi,
-                            args.step_lo, args.step_hi, args.index_lo, args.index_hi};
 
   // The responses of the idle halves.
   logic unused_idle_halves;

@@ -13,6 +13,13 @@
 //   (9)  theta' = theta * c1 - lr * u
 //   (10) m'  = lion ? acc : mom;  v' = acc;  half' = fp16 or bf16 of theta'
 //
+// State formats: m and v arrive as binary32 (delayed to T_MV), or, in the q8 formats, as an
+// 8-bit code and its block's absmax, dequantized by csd_q8_dequant (signed map for m, unsigned
+// for v) in the same T_MV = LAT_DQ cycles, so the rest of the graph does not depend on the
+// format. In q8-bf16 the bf16 narrowing of theta' rounds stochastically with the element's
+// random number, which the core delivers at T_TH; the lane itself never quantizes (a block's
+// codes need the whole block: csd_update_q8_quant, after the lanes).
+//
 // Every line is one binary32 operation of the numeric contract with its operands in the model's
 // order (nothing fused); selects route bits only. Each unit returns the canonical NaN and
 // applies the build's policy (FtzDaz), so the lane's outputs equal the model's, whose NaNs are
@@ -41,6 +48,18 @@ module csd_update_lane #(
   input  wire logic [31:0]               m_i,
   /// v, binary32 (any value when the optimizer has no v).
   input  wire logic [31:0]               v_i,
+  /// The q8 formats (a launch constant): m and v are the codes and absmax below, not m_i, v_i.
+  input  wire logic                      q8_i,
+  /// q8: m's code (signed map) and its block's absmax, binary32.
+  input  wire logic [7:0]                m_code_i,
+  input  wire logic [31:0]               m_absmax_i,
+  /// q8: v's code (unsigned map) and its block's absmax, binary32.
+  input  wire logic [7:0]                v_code_i,
+  input  wire logic [31:0]               v_absmax_i,
+  /// Round theta' to bf16 stochastically (q8-bf16, a launch constant); else nearest even.
+  input  wire logic                      stoch_i,
+  /// The element's random number R, T_TH cycles after the inputs above (stoch_i only).
+  input  wire logic [15:0]               rnd_bits_i,
   /// Gradient as stored: binary32, or fp16 / bf16 in bits [15:0].
   input  wire logic [31:0]               g_i,
   /// Gradient data type (csd_update_pkg::DT_*), a launch constant.
@@ -77,7 +96,7 @@ module csd_update_lane #(
   end
 
   // Unit valid outputs, and the schedule's expectation for each, checked below.
-  localparam int unsigned NumUnits = 24;
+  localparam int unsigned NumUnits = 26;
   logic [NumUnits-1:0] unit_vld, sched_vld;
 
   // ---- (0) Widening -----------------------------------------------------------------------------
@@ -115,6 +134,27 @@ module csd_update_lane #(
     endcase
   end
 
+  // ---- m and v at T_MV: binary32 as read, or q8 codes dequantized -------------------------------
+  logic [31:0] m_dq, v_dq, m_raw, v_raw, m_mv, v_mv;
+
+  csd_q8_dequant #(.FtzDaz(FtzDaz)) u_dq_m (
+    .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(vld[0]), .code_i(m_code_i),
+    .absmax_i(m_absmax_i), .signed_map_i(1'b1), .valid_o(unit_vld[24]), .value_o(m_dq)
+  );
+  assign sched_vld[24] = vld[T_MV];
+
+  csd_q8_dequant #(.FtzDaz(FtzDaz)) u_dq_v (
+    .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(vld[0]), .code_i(v_code_i),
+    .absmax_i(v_absmax_i), .signed_map_i(1'b0), .valid_o(unit_vld[25]), .value_o(v_dq)
+  );
+  assign sched_vld[25] = vld[T_MV];
+
+  csd_delay #(.Width(64), .Depth(T_MV)) u_d_mv (
+    .clk_i(clk_i), .rst_ni(rst_ni), .data_i({m_i, v_i}), .data_o({m_raw, v_raw})
+  );
+  assign m_mv = q8_i ? m_dq : m_raw;
+  assign v_mv = q8_i ? v_dq : v_raw;
+
   // ---- State operands, delayed to their first use -----------------------------------------------
   logic [31:0] theta_gin, theta_u, m_g, m_p, v_p;
 
@@ -124,14 +164,14 @@ module csd_update_lane #(
   csd_delay #(.Width(32), .Depth(T_U - T_GIN)) u_d_theta_u (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(theta_gin), .data_o(theta_u)
   );
-  csd_delay #(.Width(32), .Depth(T_G)) u_d_m_g (
-    .clk_i(clk_i), .rst_ni(rst_ni), .data_i(m_i), .data_o(m_g)
+  csd_delay #(.Width(32), .Depth(T_G - T_MV)) u_d_m_g (
+    .clk_i(clk_i), .rst_ni(rst_ni), .data_i(m_mv), .data_o(m_g)
   );
   csd_delay #(.Width(32), .Depth(T_P - T_G)) u_d_m_p (
     .clk_i(clk_i), .rst_ni(rst_ni), .data_i(m_g), .data_o(m_p)
   );
-  csd_delay #(.Width(32), .Depth(T_P)) u_d_v_p (
-    .clk_i(clk_i), .rst_ni(rst_ni), .data_i(v_i), .data_o(v_p)
+  csd_delay #(.Width(32), .Depth(T_P - T_MV)) u_d_v_p (
+    .clk_i(clk_i), .rst_ni(rst_ni), .data_i(v_mv), .data_o(v_p)
   );
 
   // ---- (1) g1 = g_in * unscale; wd * theta ------------------------------------------------------
@@ -333,9 +373,8 @@ module csd_update_lane #(
   logic [15:0] half_f16, half_bf16;
   logic [31:0] mom_acc, m_new;
 
-  // fp16 has only nearest even (VCVTPS2PH); bf16 will also round stochastically for the q8-bf16
-  // state format, when the kernel feeds the launch's mode and the Philox bits (tied to nearest
-  // even until then).
+  // fp16 has only nearest even (VCVTPS2PH); bf16 rounds stochastically in q8-bf16 (the stored
+  // theta and its copy), with the element's Philox bits.
   csd_fp_cast #(
     .SrcFmt(csd_fp_pkg::FmtFp32), .DstFmt(csd_fp_pkg::FmtFp16), .QuietNan(1'b1)
   ) u_narrow_f16 (
@@ -349,8 +388,8 @@ module csd_update_lane #(
     .SrcFmt(csd_fp_pkg::FmtFp32), .DstFmt(csd_fp_pkg::FmtBf16), .QuietNan(1'b1)
   ) u_narrow_bf16 (
     .clk_i(clk_i), .rst_ni(rst_ni), .valid_i(vld[T_TH]), .a_i(theta_new),
-    .rnd_mode_i(csd_fp_pkg::RndNearestEven), .rnd_bits_i('0),
-    .valid_o(unit_vld[23]), .result_o(half_bf16)
+    .rnd_mode_i(stoch_i ? csd_fp_pkg::RndStochastic : csd_fp_pkg::RndNearestEven),
+    .rnd_bits_i(rnd_bits_i), .valid_o(unit_vld[23]), .result_o(half_bf16)
   );
   assign sched_vld[23] = vld[Lat];
 

@@ -24,10 +24,12 @@ package csd_update_pkg;
     RdV     = 2,  // second moment / Adagrad sum
     RdGrad  = 3,  // dense gradient, or the sparse values
     RdIdx   = 4,  // sparse: uint16 in-block offsets
-    RdBlk   = 5   // sparse: uint32 block table
+    RdBlk   = 5,  // sparse: uint32 block table
+    RdMAbs  = 6,  // q8 formats: m's absmax, one binary32 per block of 256
+    RdVAbs  = 7   // q8 formats: v's absmax
   } rd_port_e;
   /// Number of read channels.
-  localparam int unsigned NUM_RD = 6;
+  localparam int unsigned NUM_RD = 8;
 
   /// Write channels of the core (index into its wr_* port arrays).
   typedef enum int unsigned {
@@ -35,10 +37,12 @@ package csd_update_pkg;
     WrM      = 1,  // updated first moment, in place
     WrV      = 2,  // updated second moment, in place
     WrOut16  = 3,  // fp16/bf16 copy of the updated weights
-    WrStatus = 4   // the status word (16 x 32 bits), always written, last
+    WrStatus = 4,  // the status word (16 x 32 bits), always written, last
+    WrMAbs   = 5,  // q8 formats: m's new absmax values, in place
+    WrVAbs   = 6   // q8 formats: v's new absmax values, in place
   } wr_port_e;
   /// Number of write channels.
-  localparam int unsigned NUM_WR = 5;
+  localparam int unsigned NUM_WR = 7;
 
   /// Width of a command's word offset and word count.
   localparam int unsigned CMD_BITS = 32;
@@ -65,9 +69,15 @@ package csd_update_pkg;
   localparam int unsigned MODE_MOMENTUM = 10;
   localparam int unsigned MODE_NESTEROV = 11;
   localparam int unsigned MODE_FIRST = 12;
-  /// Bits above the known fields must be zero. (The state-format field [14:13] of mode.h is
-  /// above them: this RTL refuses the q8 formats as a bad mode until it implements them.)
-  localparam int unsigned MODE_KNOWN_BITS = 13;
+  /// State format field [14:13] (mode.h StateFmt).
+  localparam int unsigned MODE_STATE = 13;
+  /// Bits above the known fields must be zero.
+  localparam int unsigned MODE_KNOWN_BITS = 15;
+
+  /// State formats, mode bits [14:13]: binary32 theta/m/v; q8 moments; q8 moments + bf16 theta.
+  localparam logic [1:0] ST_FP32 = 2'd0;
+  localparam logic [1:0] ST_Q8 = 2'd1;
+  localparam logic [1:0] ST_Q8_BF16 = 2'd2;
 
   // ---- Status word (lanes of the 512-bit status buffer) and error bits --------------------------
 
@@ -100,11 +110,19 @@ package csd_update_pkg;
   localparam logic [31:0] ERR_DUPLICATE = 32'h08;    // an offset equal to its predecessor
   localparam logic [31:0] ERR_OUT_OF_RANGE = 32'h10; // an offset at or past its block's size
   localparam logic [31:0] ERR_COUNT = 32'h20;        // table total != nnz, entry > nnz, nnz > n
+  localparam logic [31:0] ERR_BLOCK_LEN = 32'h40;    // q8: n or index_lo not whole blocks
 
   // ---- Sparse format (hls/include/csdkit/hls/sparse.h) ------------------------------------------
 
   /// Elements per sparse block: 2^BLOCK_BITS.
   localparam int unsigned BLOCK_BITS = 16;
+
+  // ---- q8 formats (hls/include/csdkit/hls/state_q8.h) -------------------------------------------
+
+  /// Elements per q8 block (one absmax per moment): 2^Q8_BLOCK_BITS.
+  localparam int unsigned Q8_BLOCK_BITS = 8;
+  /// 8-bit codes per 32-bit lane: a codes word holds the codes of 4 element words.
+  localparam int unsigned Q8_CODES_PER_LANE = 4;
 
   // ---- Launch-constant datapath controls (MakeRuleCtl, rules.h) ---------------------------------
 
@@ -150,6 +168,18 @@ package csd_update_pkg;
   /// csd_fp_sign and the four format conversions.
   localparam int unsigned LAT_SIGN = csd_fp_pkg::SIGN_LATENCY;
   localparam int unsigned LAT_CVT = csd_fp_pkg::CVT_LATENCY;
+  /// rtl/q8 units as the core instantiates them: csd_q8_dequant (table, mul, sign),
+  /// csd_q8_index (8 search stages), csd_q8_rand16 (Philox, MulStages 1), csd_q8_scale (the
+  /// divider at DIGIT_BITS_PER_STAGE); csd_q8_absmax's depends on the lanes (q8_absmax_latency).
+  localparam int unsigned LAT_DQ = 1 + LAT_MUL + 1;
+  localparam int unsigned LAT_IDX = 8;
+  localparam int unsigned LAT_RAND = 10 * 2;
+  localparam int unsigned LAT_SCALE = LAT_DIV;
+
+  /// csd_q8_absmax's latency at `lanes` (a power of two): magnitude, tree, running max, pack.
+  function automatic int unsigned q8_absmax_latency(int unsigned lanes);
+    return 1 + ($clog2(lanes) + 1) / 2 + 2;
+  endfunction
 
   function automatic int unsigned max2(int unsigned a, int unsigned b);
     return (a > b) ? a : b;
@@ -163,6 +193,8 @@ package csd_update_pkg;
 
   /// g_in: the gradient widened from its storage type [3].
   localparam int unsigned T_GIN = LAT_CVT;
+  /// m and v as the lane reads them: binary32 state delayed, or q8 codes dequantized [8].
+  localparam int unsigned T_MV = LAT_DQ;
   /// (1) g1 = g_in * unscale, and wd * theta [9].
   localparam int unsigned T_G1 = T_GIN + LAT_MUL;
   /// (2) g [15].
@@ -199,5 +231,7 @@ package csd_update_pkg;
   localparam int unsigned T_TH = T_LU + LAT_ADD;
   /// The lane's outputs: theta', m', v' and the fp16/bf16 narrowing of theta' [92].
   localparam int unsigned LANE_LATENCY = T_TH + LAT_CVT;
+  /// q8-bf16: the Philox of a word starts here, so that its bits meet theta' at T_TH [69].
+  localparam int unsigned T_RAND = T_TH - LAT_RAND;
 
 endpackage

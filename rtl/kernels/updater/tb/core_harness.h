@@ -6,7 +6,8 @@
 //   * write: data only after its command; the status command only after every other write
 //     was acknowledged, and nothing written after it; commands inside the array;
 //   * channels the launch does not use (m/v of optimizers without them, out16 without a copy,
-//     the sparse arrays of a dense launch) never see a command;
+//     the sparse arrays of a dense launch, the absmax arrays of an fp32 launch) never see a
+//     command;
 //   * done_o only after the status acknowledgement; all channels quiet afterwards.
 // One harness object owns one Verilated model and runs any number of launches on it.
 #ifndef CSDKIT_RTL_UPDATER_TB_CORE_HARNESS_H_
@@ -31,14 +32,18 @@
 namespace csd_upd_tb {
 
 // Channel indices (csd_update_pkg::rd_port_e / wr_port_e).
-enum RdPort : unsigned { kRdTheta, kRdM, kRdV, kRdGrad, kRdIdx, kRdBlk, kNumRd };
-enum WrPort : unsigned { kWrTheta, kWrM, kWrV, kWrOut16, kWrStatus, kNumWr };
+enum RdPort : unsigned { kRdTheta, kRdM, kRdV, kRdGrad, kRdIdx, kRdBlk, kRdMAbs, kRdVAbs, kNumRd };
+enum WrPort : unsigned {
+  kWrTheta, kWrM, kWrV, kWrOut16, kWrStatus, kWrMAbs, kWrVAbs, kNumWr
+};
 inline const char* RdName(unsigned p) {
-  static const char* const k[] = {"rd.theta", "rd.m", "rd.v", "rd.grad", "rd.idx", "rd.blk"};
+  static const char* const k[] = {"rd.theta", "rd.m",   "rd.v",        "rd.grad",
+                                  "rd.idx",   "rd.blk", "rd.m_absmax", "rd.v_absmax"};
   return k[p];
 }
 inline const char* WrName(unsigned p) {
-  static const char* const k[] = {"wr.theta", "wr.m", "wr.v", "wr.out16", "wr.status"};
+  static const char* const k[] = {"wr.theta",  "wr.m",        "wr.v",       "wr.out16",
+                                  "wr.status", "wr.m_absmax", "wr.v_absmax"};
   return k[p];
 }
 
@@ -67,6 +72,7 @@ inline const std::vector<Profile>& Profiles() {
 struct Launch {
   uint32_t n = 0, nnz = 0, mode = 0;
   uint32_t scalars[10] = {};  // unscale, lr, beta1, omb1, beta2, omb2, eps, wd, c1, c2
+  uint32_t key[6] = {};       // q8 formats: seed_lo/hi, step_lo/hi, index_lo/hi
   uint8_t* rd_mem[kNumRd] = {};
   uint64_t rd_words[kNumRd] = {};
   uint8_t* wr_mem[kNumWr] = {};
@@ -154,6 +160,12 @@ class Harness {
     top_->wd_i = l.scalars[7];
     top_->c1_i = l.scalars[8];
     top_->c2_i = l.scalars[9];
+    top_->seed_lo_i = l.key[0];
+    top_->seed_hi_i = l.key[1];
+    top_->step_lo_i = l.key[2];
+    top_->step_hi_i = l.key[3];
+    top_->index_lo_i = l.key[4];
+    top_->index_hi_i = l.key[5];
     top_->axi_err_i = 0;  // status lane 12: the kernel's AXI error report, none here
     top_->start_i = 1;
     Tick();
@@ -162,6 +174,7 @@ class Harness {
     top_->n_i = 0xdeadbeefu;
     top_->nnz_i = 0xfeedfaceu;
     top_->mode_i = 0xffffffffu;
+    top_->seed_lo_i = top_->step_hi_i = top_->index_lo_i = 0x5c4a3b1du;
 
     bool done = false;
     for (r.cycles = 1; r.cycles <= max_cycles && r.ok; ++r.cycles) {

@@ -13,6 +13,13 @@
 //                                   launches: error bits and position as the model, only the
 //                                   status written, the index array never read before the
 //                                   table is proven consistent
+//   --suite q8 [--iters K] [--variant A,B]
+//                                   the compressed state formats (q8, q8-bf16): every optimizer
+//                                   variant (or those listed) x grad dtype x copy x dense/sparse
+//                                   x format, K sizes each (multiples of 256, one to several
+//                                   absmax words, across a sparse block), special data, rotating
+//                                   profiles; then the refusals (n or index_lo not whole blocks,
+//                                   an fp16 copy of bf16 weights, format 3)
 //   --suite perf                    ideal streams: cycles per word and pipeline latency (JSON
 //                                   lines; results checked, times not asserted)
 //   --suite random --iters N        random launches (nightly)
@@ -32,6 +39,7 @@
 #include "core_harness.h"
 #include "csdkit/hls/mode.h"
 #include "csdkit/hls/sparse.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/problem.h"
 #include "csdkit/platform/sparse_codec.h"
 #include "test_util.h"
@@ -95,8 +103,12 @@ Launch MakeLaunch(const Case& c, UpdateBuffers& b) {
   const uint32_t s[10] = {c.sc.unscale, c.sc.lr,  c.sc.beta1, c.sc.omb1, c.sc.beta2,
                           c.sc.omb2,    c.sc.eps, c.sc.wd,    c.sc.c1,   c.sc.c2};
   std::memcpy(l.scalars, s, sizeof s);
-  AlignedBuffer* rd[csd_upd_tb::kNumRd] = {&b.theta, &b.m, &b.v, &b.grad, &b.sp_idx, &b.sp_blk};
-  AlignedBuffer* wr[csd_upd_tb::kNumWr] = {&b.theta, &b.m, &b.v, &b.out16, &b.status};
+  const uint32_t key[6] = {b.seed_lo, b.seed_hi, b.step_lo, b.step_hi, b.index_lo, b.index_hi};
+  std::memcpy(l.key, key, sizeof key);
+  AlignedBuffer* rd[csd_upd_tb::kNumRd] = {&b.theta,  &b.m,      &b.v,        &b.grad,
+                                           &b.sp_idx, &b.sp_blk, &b.m_absmax, &b.v_absmax};
+  AlignedBuffer* wr[csd_upd_tb::kNumWr] = {&b.theta,  &b.m,        &b.v,       &b.out16,
+                                           &b.status, &b.m_absmax, &b.v_absmax};
   for (unsigned p = 0; p < csd_upd_tb::kNumRd; ++p) l.rd_mem[p] = rd[p]->data();
   for (unsigned p = 0; p < csd_upd_tb::kNumWr; ++p) l.wr_mem[p] = wr[p]->data();
   l.wr_words[csd_upd_tb::kWrStatus] = 64 / kWordBytes;
@@ -104,9 +116,20 @@ Launch MakeLaunch(const Case& c, UpdateBuffers& b) {
   if (!hk::DecodeMode(c.mode, &md) || md.ftz != kFtz) return l;  // nothing but the status
   const uint64_t words = Words(c.n, 4);
   const unsigned gb = md.grad == DType::kFp32 ? 4 : 2;
-  l.rd_words[csd_upd_tb::kRdTheta] = l.wr_words[csd_upd_tb::kWrTheta] = words;
-  if (hk::UsesM(md)) l.rd_words[csd_upd_tb::kRdM] = l.wr_words[csd_upd_tb::kWrM] = words;
-  if (hk::UsesV(md)) l.rd_words[csd_upd_tb::kRdV] = l.wr_words[csd_upd_tb::kWrV] = words;
+  // q8 formats: theta binary32 or bf16, a moment's codes (a byte each) and absmax values.
+  const bool q8 = hk::IsQ8(md.state);
+  const uint64_t twords = Words(c.n, md.state == hk::StateFmt::kQ8Bf16 ? 2 : 4);
+  const uint64_t mwords = q8 ? Words(c.n, 1) : words;
+  const uint64_t awords = q8 ? Words(c.n / hk::kQ8Block, 4) : 0;
+  l.rd_words[csd_upd_tb::kRdTheta] = l.wr_words[csd_upd_tb::kWrTheta] = twords;
+  if (hk::UsesM(md)) {
+    l.rd_words[csd_upd_tb::kRdM] = l.wr_words[csd_upd_tb::kWrM] = mwords;
+    l.rd_words[csd_upd_tb::kRdMAbs] = l.wr_words[csd_upd_tb::kWrMAbs] = awords;
+  }
+  if (hk::UsesV(md)) {
+    l.rd_words[csd_upd_tb::kRdV] = l.wr_words[csd_upd_tb::kWrV] = mwords;
+    l.rd_words[csd_upd_tb::kRdVAbs] = l.wr_words[csd_upd_tb::kWrVAbs] = awords;
+  }
   if (md.out != DType::kFp32) l.wr_words[csd_upd_tb::kWrOut16] = Words(c.n, 2);
   if (md.sparse) {
     // The arrays as the arguments describe them, but never past the host buffers.
@@ -217,7 +240,9 @@ bool RunCase(Core& core, const Case& c, Totals& tot, RunResult* out = nullptr) {
       {"status", {&exp.status, &act.status}},
       {"grad", {&exp.grad, &act.grad}},
       {"sp_idx", {&exp.sp_idx, &act.sp_idx}},
-      {"sp_blk", {&exp.sp_blk, &act.sp_blk}}};
+      {"sp_blk", {&exp.sp_blk, &act.sp_blk}},
+      {"m_absmax", {&exp.m_absmax, &act.m_absmax}},
+      {"v_absmax", {&exp.v_absmax, &act.v_absmax}}};
   for (const auto& [name, pr] : bufs) {
     const std::string rep = csdkit::testing::CompareBuffers(name, *pr.first, *pr.second, 4, ctx);
     if (rep.empty()) continue;
@@ -227,9 +252,15 @@ bool RunCase(Core& core, const Case& c, Totals& tot, RunResult* out = nullptr) {
            std::memcmp(pr.first->data() + i * 4, pr.second->data() + i * 4, 4) == 0) {
       ++i;
     }
-    std::printf("FAIL %s\n  first mismatch: in[%" PRIu64 "]: theta=0x%08x m=0x%08x v=0x%08x%s\n",
-                rep.c_str(), i, in.theta.as<uint32_t>()[i], in.m.as<uint32_t>()[i],
-                in.v.as<uint32_t>()[i], DescribeGrad(c, in, i).c_str());
+    // The inputs at that 32-bit word of each state array (q8: 4 codes of m / v, 2 bf16 theta).
+    auto at = [&](const AlignedBuffer& b) {
+      return (i + 1) * 4 <= b.size() ? Hex(b.as<uint32_t>()[i]) : std::string("-");
+    };
+    std::printf("FAIL %s\n  first mismatch: in[%" PRIu64
+                "] (32-bit words): theta=%s m=%s v=%s m_absmax=%s v_absmax=%s%s\n",
+                rep.c_str(), i, at(in.theta).c_str(), at(in.m).c_str(), at(in.v).c_str(),
+                at(in.m_absmax).c_str(), at(in.v_absmax).c_str(),
+                DescribeGrad(c, in, i).c_str());
   }
   const std::string r16 = csdkit::testing::CompareBuffers("out16", exp.out16, act.out16, 2, ctx);
   if (!r16.empty()) {
@@ -239,8 +270,12 @@ bool RunCase(Core& core, const Case& c, Totals& tot, RunResult* out = nullptr) {
            std::memcmp(exp.out16.data() + i * 2, act.out16.data() + i * 2, 2) == 0) {
       ++i;
     }
+    const bool bf16 = mode_ok && md.state == hk::StateFmt::kQ8Bf16;
+    const uint32_t th = i >= c.n ? 0u
+                        : bf16   ? in.theta.as<uint16_t>()[i]
+                                 : in.theta.as<uint32_t>()[i];
     std::printf("FAIL %s\n  first mismatch: in[%" PRIu64 "]: theta=0x%08x%s\n", r16.c_str(), i,
-                i < c.n ? in.theta.as<uint32_t>()[i] : 0u, DescribeGrad(c, in, i).c_str());
+                th, DescribeGrad(c, in, i).c_str());
   }
 
   // Read accounting. Errors: the values, and the state, are never read; a launch stopped by
@@ -255,15 +290,23 @@ bool RunCase(Core& core, const Case& c, Totals& tot, RunResult* out = nullptr) {
   };
   if (r.ok && exp_err != 0) {
     expect(r.rd_cmds[kRdGrad] == 0 && r.rd_cmds[kRdTheta] == 0 && r.rd_cmds[kRdM] == 0 &&
-               r.rd_cmds[kRdV] == 0,
+               r.rd_cmds[kRdV] == 0 && r.rd_cmds[kRdMAbs] == 0 && r.rd_cmds[kRdVAbs] == 0,
            "state or gradient read by a launch that fails validation");
     if (exp_err == hk::kErrBadMode || exp_err == hk::kErrCount || exp_err == hk::kErrBlkTable) {
       expect(r.rd_cmds[kRdIdx] == 0, "indices read before the table was proven consistent");
     }
   }
   if (r.ok && exp_err == 0 && mode_ok && c.n > 0) {
-    const uint64_t words = Words(c.n, 4);
-    expect(r.rd_beats[kRdTheta] == words, "theta words read != ceil(n / lanes)");
+    const uint64_t words = Words(c.n, md.state == hk::StateFmt::kQ8Bf16 ? 2 : 4);
+    expect(r.rd_beats[kRdTheta] == words, "theta words read != its words");
+    if (hk::IsQ8(md.state)) {
+      const uint64_t aw = Words(c.n / hk::kQ8Block, 4);
+      expect(r.rd_beats[kRdMAbs] == (hk::UsesM(md) ? aw : 0) &&
+                 r.rd_beats[kRdVAbs] == (hk::UsesV(md) ? aw : 0) &&
+                 r.wr_beats[kWrMAbs] == (hk::UsesM(md) ? aw : 0) &&
+                 r.wr_beats[kWrVAbs] == (hk::UsesV(md) ? aw : 0),
+             "absmax words not read and written once each");
+    }
     if (md.sparse) {
       const uint64_t tw = Words(hk::NumBlocks(c.n) + 1ull, 4), iw = Words(c.nnz, 2);
       const uint64_t vw = Words(c.nnz, md.grad == DType::kFp32 ? 4 : 2);
@@ -311,6 +354,8 @@ struct Shape {
   uint32_t n = 1;
   double ratio = 0.1;
   bool specials = false, junk = false;
+  hk::StateFmt state = hk::StateFmt::kFp32;
+  uint64_t index = 0;  // q8 formats: the store index of element 0
 };
 
 Case MakeCase(const Variant& var, const Shape& s, uint64_t seed, const Profile* prof) {
@@ -325,9 +370,15 @@ Case MakeCase(const Variant& var, const Shape& s, uint64_t seed, const Profile* 
   spec.n = s.n;
   spec.topk = s.sparse ? s.ratio : 0.0;
   spec.seed = seed;
+  spec.grad.state = s.state;
+  spec.index = s.index;
+  const bool q8 = hk::IsQ8(s.state);
+  // q8 formats: the generator's special data (absmax values, code bytes, bf16 theta patterns);
+  // InjectSpecials writes binary32 patterns and is for fp32 state only.
+  if (q8 && s.specials) spec.data = csdkit::ProblemData::kSpecial;
   Case c;
   c.p = Problem::Generate(spec);
-  if (s.specials) csdkit::testing::InjectSpecials(c.p, 0.05, seed);
+  if (s.specials && !q8) csdkit::testing::InjectSpecials(c.p, 0.05, seed);
   c.n = s.n;
   c.nnz = c.p.nnz;
   c.mode = c.p.launch.mode;
@@ -341,9 +392,13 @@ Case MakeCase(const Variant& var, const Shape& s, uint64_t seed, const Profile* 
   // table past nb + 1): lanes past n must come back exactly as read, and nothing past an
   // array's last entry may influence a result.
   auto junk_from = [&](AlignedBuffer& b, uint64_t byte) { JunkFrom(b, byte, rng); };
-  junk_from(c.p.buf.theta, 4ull * c.n);
-  junk_from(c.p.buf.m, 4ull * c.n);
-  junk_from(c.p.buf.v, 4ull * c.n);
+  const unsigned tbytes = s.state == hk::StateFmt::kQ8Bf16 ? 2 : 4;
+  junk_from(c.p.buf.theta, static_cast<uint64_t>(tbytes) * c.n);
+  junk_from(c.p.buf.m, (q8 ? 1ull : 4ull) * c.n);
+  junk_from(c.p.buf.v, (q8 ? 1ull : 4ull) * c.n);
+  // Absmax lanes past the last block (q8: written back as read); the whole buffer otherwise.
+  junk_from(c.p.buf.m_absmax, q8 ? 4ull * (c.n / hk::kQ8Block) : 0);
+  junk_from(c.p.buf.v_absmax, q8 ? 4ull * (c.n / hk::kQ8Block) : 0);
   const unsigned gbytes = s.grad == DType::kFp32 ? 4 : 2;
   junk_from(c.p.buf.grad, static_cast<uint64_t>(gbytes) * (s.sparse ? c.nnz : c.n));
   if (s.sparse) {
@@ -354,12 +409,20 @@ Case MakeCase(const Variant& var, const Shape& s, uint64_t seed, const Profile* 
   std::memset(c.p.buf.out16.data(), 0xab, c.p.buf.out16.size());
   if (!hk::UsesM(md)) std::memset(c.p.buf.m.data(), 0xcd, c.p.buf.m.size());
   if (!hk::UsesV(md)) std::memset(c.p.buf.v.data(), 0xcd, c.p.buf.v.size());
+  if (!hk::UsesM(md)) std::memset(c.p.buf.m_absmax.data(), 0xcd, c.p.buf.m_absmax.size());
+  if (!hk::UsesV(md)) std::memset(c.p.buf.v_absmax.data(), 0xcd, c.p.buf.v_absmax.size());
   if (s.junk) JunkUnusedScalars(md, c.sc, rng);
-  char b[256];
-  std::snprintf(b, sizeof b, "%s grad=%s out=%s %s%s%s%s", var.name, csdkit::DTypeName(s.grad),
+  char b[320];
+  char st[96] = "";
+  if (q8) {
+    std::snprintf(st, sizeof st, " state=%s index=0x%" PRIx64 " key=%08x%08x step=%08x%08x",
+                  s.state == hk::StateFmt::kQ8 ? "q8" : "q8-bf16", s.index, c.p.buf.seed_hi,
+                  c.p.buf.seed_lo, c.p.buf.step_hi, c.p.buf.step_lo);
+  }
+  std::snprintf(b, sizeof b, "%s grad=%s out=%s %s%s%s%s%s", var.name, csdkit::DTypeName(s.grad),
                 csdkit::OutDTypeName(s.out), s.sparse ? "sparse ratio=" : "dense",
                 s.sparse ? std::to_string(s.ratio).c_str() : "", s.specials ? " specials" : "",
-                s.junk ? " junk-scalars" : "");
+                s.junk ? " junk-scalars" : "", st);
   c.config = b;
   return c;
 }
@@ -409,6 +472,119 @@ bool SuiteMatrix(Core& core, const Variant& var, uint64_t seed, Totals& tot) {
     c.mode ^= hk::kModeFtz;
     c.config += " (ftz bit of the other policy)";
     ok = RunCase(core, c, tot) && ok;
+  }
+  return ok;
+}
+
+/// The q8 formats: every variant x grad dtype x copy x dense/sparse x format, `sizes` launches
+/// each; sizes are whole blocks, from one block to several absmax words of this core (Lanes
+/// blocks per word, the last one partial); with more than one size each, also 257 blocks
+/// (across a sparse block), which otherwise two launches (dense, sparse) cover. Half the
+/// launches have special data; the random key (seed, step, index) takes 64-bit values.
+bool SuiteQ8(Core& core, uint64_t seed, unsigned sizes, const std::string& only, Totals& tot) {
+  const auto& vars = csdkit::testing::AllVariants();
+  const auto& profs = Profiles();
+  const uint32_t blocks[] = {1, 3, kLanes + 1, 2 * kLanes + 5, 4 * kLanes - 1, 16, 257};
+  const unsigned nblocks = sizes > 1 ? std::size(blocks) : std::size(blocks) - 1;
+  const double ratios[] = {0.1, 1.0, 0.01, 0.5};
+  const DType dts[] = {DType::kFp32, DType::kFp16, DType::kBf16};
+  Rng rng{seed ^ 0x510e527fade682d1ull};
+  bool ok = true;
+  unsigned cfg = 0;
+  for (const Variant& var : vars) {
+    // --variant A,B,...: those variants only (the configuration numbering stays the same).
+    if (!only.empty() && ("," + only + ",").find("," + std::string(var.name) + ",") ==
+                             std::string::npos) {
+      cfg += 2 * 15 * sizes;
+      continue;
+    }
+    for (hk::StateFmt st : {hk::StateFmt::kQ8, hk::StateFmt::kQ8Bf16}) {
+      for (DType g : dts) {
+        for (DType o : dts) {
+          if (st == hk::StateFmt::kQ8Bf16 && o == DType::kFp16) continue;  // refused, below
+          for (bool sparse : {false, true}) {
+            for (unsigned k = 0; k < sizes; ++k, ++cfg) {
+              Shape s;
+              s.state = st;
+              s.grad = g;
+              s.out = o;
+              s.sparse = sparse;
+              const uint32_t nb = blocks[(cfg * 5 + k) % nblocks];
+              s.n = nb * hk::kQ8Block;
+              s.ratio = ratios[(cfg + k) % std::size(ratios)];
+              s.specials = (cfg + k) % 2 == 1;
+              s.junk = (cfg + k) % 3 == 0;
+              s.index = (rng.Next() >> (cfg % 2 == 0 ? 0 : 32)) & ~0xffull;
+              const Profile* prof = &profs[(cfg + k) % profs.size()];
+              Case c = MakeCase(var, s, Mix(seed, 0x98 + cfg * 131 + k), prof);
+              // Full 64-bit seed and step words (the problem's key has a small step).
+              const uint64_t key = rng.Next(), step = rng.Next() >> (cfg % 3 == 0 ? 0 : 40);
+              c.p.buf.SetRandomKey(key, step, s.index);
+              char b[96];
+              std::snprintf(b, sizeof b, " (key=0x%016" PRIx64 " step=0x%" PRIx64 ")", key, step);
+              c.config += b;
+              ok = RunCase(core, c, tot) && ok;
+            }
+          }
+        }
+      }
+    }
+  }
+  const Variant& adamw = *FindVariant("adamw");
+  // Across a sparse block (257 blocks): AdamW dense q8-bf16 and sparse q8.
+  if (sizes <= 1) {
+    for (bool sparse : {false, true}) {
+      Shape s;
+      s.state = sparse ? hk::StateFmt::kQ8 : hk::StateFmt::kQ8Bf16;
+      s.grad = sparse ? DType::kFp16 : DType::kBf16;
+      s.out = DType::kBf16;
+      s.sparse = sparse;
+      s.ratio = 0.02;
+      s.n = 257 * hk::kQ8Block;
+      s.specials = sparse;
+      s.index = 0x123400ull << 8;
+      Case c = MakeCase(adamw, s, Mix(seed, 0x257 + sparse), &profs[sparse ? 1 : 0]);
+      c.p.buf.SetRandomKey(rng.Next(), rng.Next(), s.index);
+      ok = RunCase(core, c, tot) && ok;
+    }
+  }
+  // Refusals: n or index_lo not whole blocks (0x40), an fp16 copy of bf16 weights and the
+  // unknown format 3 (bad mode); nothing but the status is written.
+  struct Refuse {
+    const char* what;
+    hk::StateFmt st;
+    DType out;
+    uint32_t n_delta;
+    uint64_t index;
+    uint32_t mode_or;
+  };
+  const Refuse refusals[] = {
+      {"q8, n not whole blocks", hk::StateFmt::kQ8, DType::kFp32, 100, 0, 0},
+      {"q8-bf16, n one short", hk::StateFmt::kQ8Bf16, DType::kBf16, 0xffffffffu, 0, 0},
+      {"q8, index_lo not whole blocks", hk::StateFmt::kQ8, DType::kFp16, 0, 0x1234580, 0},
+      {"q8-bf16, index_lo + 1", hk::StateFmt::kQ8Bf16, DType::kFp32, 0, 0x700000101ull, 0},
+      {"q8-bf16 with an fp16 copy", hk::StateFmt::kQ8Bf16, DType::kFp16, 0, 0, 0},
+      {"state format 3", hk::StateFmt::kQ8, DType::kFp32, 0, 0, 2u << hk::kModeStateShift},
+      {"q8, n = 0", hk::StateFmt::kQ8, DType::kBf16, 0, 0, 0},
+  };
+  unsigned i = 0;
+  for (const Refuse& rf : refusals) {
+    Shape s;
+    s.state = rf.st;
+    s.out = rf.out == DType::kFp16 && rf.st == hk::StateFmt::kQ8Bf16 ? DType::kFp32 : rf.out;
+    s.n = 3 * hk::kQ8Block;
+    s.index = rf.index & ~0xffull;
+    Case c = MakeCase(adamw, s, Mix(seed, 0x4ef0 + i), &profs[i % profs.size()]);
+    if (rf.out == DType::kFp16 && rf.st == hk::StateFmt::kQ8Bf16) {
+      c.mode |= 1u << hk::kModeOutShift;  // the fp16 copy the generator would not make
+    }
+    c.n += rf.n_delta;  // (the buffers hold 3 blocks; the core must not read a byte)
+    c.mode |= rf.mode_or;
+    if (std::string(rf.what) == "q8, n = 0") c.n = 0;
+    c.p.buf.SetRandomKey(0x1234, 7, rf.index);
+    c.config += std::string(" refusal: ") + rf.what;
+    ok = RunCase(core, c, tot) && ok;
+    ++i;
   }
   return ok;
 }
@@ -619,11 +795,18 @@ bool SuitePerf(Core& core, uint64_t seed, Totals& tot) {
   Shape copy = dense;
   copy.grad = DType::kBf16;
   copy.out = DType::kFp16;
+  Shape q8 = dense, q8bf = dense;
+  q8.state = hk::StateFmt::kQ8;
+  q8bf.state = hk::StateFmt::kQ8Bf16;
+  q8bf.grad = DType::kBf16;
+  q8bf.out = DType::kBf16;
   const P runs[] = {{"adamw dense fp32", 0, dense},
                     {"adamw dense bf16 + fp16 copy", 0, copy},
                     {"adamw sparse fp16 1%", 0, sp1},
                     {"adamw sparse fp32 100%", 0, sp100},
-                    {"sgd_plain dense fp32", 7, dense}};
+                    {"sgd_plain dense fp32", 7, dense},
+                    {"adamw dense fp32, state q8", 0, q8},
+                    {"adamw dense bf16 + bf16 copy, state q8-bf16", 0, q8bf}};
   bool ok = true;
   for (const P& pr : runs) {
     const Case c = MakeCase(vars[pr.var], pr.s, Mix(seed, pr.var), &Profiles()[0]);
@@ -684,7 +867,7 @@ bool SuiteRandom(Core& core, uint64_t seed, uint64_t iters, Totals& tot) {
 
 void Usage(const char* prog) {
   std::fprintf(stderr,
-               "usage: %s --suite matrix|malformed|perf|random [--variant NAME] [--iters N]\n"
+               "usage: %s --suite matrix|malformed|q8|perf|random [--variant NAME] [--iters N]\n"
                "       [--seed S] [--fst FILE]\n",
                prog);
 }
@@ -693,7 +876,7 @@ void Usage(const char* prog) {
 
 int main(int argc, char** argv) {
   std::string suite, variant, fst;
-  uint64_t seed = kDefaultSeed, iters = 200;
+  uint64_t seed = kDefaultSeed, iters = 0;  // 0: the suite's default
   if (const char* e = std::getenv("CSDKIT_TEST_SEED"); e != nullptr && *e != '\0') {
     seed = std::strtoull(e, nullptr, 0);
   }
@@ -736,10 +919,12 @@ int main(int argc, char** argv) {
     ok = SuiteMatrix(core, *v, seed, tot);
   } else if (suite == "malformed") {
     ok = SuiteMalformed(core, seed, tot);
+  } else if (suite == "q8") {
+    ok = SuiteQ8(core, seed, static_cast<unsigned>(iters == 0 ? 1 : iters), variant, tot);
   } else if (suite == "perf") {
     ok = SuitePerf(core, seed, tot);
   } else if (suite == "random") {
-    ok = SuiteRandom(core, seed, iters, tot);
+    ok = SuiteRandom(core, seed, iters == 0 ? 200 : iters, tot);
   } else {
     Usage(argv[0]);
     return 2;
