@@ -459,6 +459,29 @@ CSDKIT_NOINLINE void ComputeTile(const hk::RuleCtl& ctl, uint32_t len, uint32_t*
 #ifdef CSDKIT_HOST_MODEL
 namespace {
 
+/// The launch's integrity lanes into a span's own record (host::SpanIntegrity or
+/// host::Q8Integrity: the CRCs of theta, m, v and the non-finite count and position), and back.
+template <typename Lanes>
+void LanesToSpan(const Integrity& ig, uint32_t base, Lanes* l) {
+  for (unsigned a = 0; a < 3; ++a) {
+    l->crc_in[a] = ig.crc_in[a];
+    l->crc_out[a] = ig.crc_out[a];
+  }
+  l->nonfinite = ig.nonfinite;
+  l->first = ig.nf_pos;
+  l->origin = base;
+}
+
+template <typename Lanes>
+void LanesFromSpan(const Lanes& l, Integrity* ig) {
+  for (unsigned a = 0; a < 3; ++a) {
+    ig->crc_in[a] = l.crc_in[a];
+    ig->crc_out[a] = l.crc_out[a];
+  }
+  ig->nonfinite = l.nonfinite;
+  ig->nf_pos = l.first;
+}
+
 /// Host model, specialised datapath: updates the span s (elements base .. base + s.len - 1 of
 /// the launch) and advances the launch's integrity lanes over it: the same values LoadState and
 /// StoreState give, computed by the specialised datapath (datapath.h: folded into its loops, or
@@ -466,51 +489,30 @@ namespace {
 void HostSpan(const hk::Mode& md, const hk::RuleCtl& ctl, hk::host::Span s, uint32_t base,
               Integrity* ig) {
   hk::host::SpanIntegrity si;
-  for (unsigned a = 0; a < 3; ++a) {
-    si.crc_in[a] = ig->crc_in[a];
-    si.crc_out[a] = ig->crc_out[a];
-  }
-  si.nonfinite = ig->nonfinite;
-  si.first = ig->nf_pos;
-  si.origin = base;
+  LanesToSpan(*ig, base, &si);
   s.integrity = &si;
   hk::host::Update(md, ctl, s);
-  for (unsigned a = 0; a < 3; ++a) {
-    ig->crc_in[a] = si.crc_in[a];
-    ig->crc_out[a] = si.crc_out[a];
-  }
-  ig->nonfinite = si.nonfinite;
-  ig->nf_pos = si.first;
+  LanesFromSpan(si, ig);
 }
 
 /// Host model, specialised datapath, q8 formats: updates the q8 span s (elements base ..
 /// base + s.len - 1 of the launch, whole blocks) and advances the launch's integrity lanes over
-/// it: the same bytes and values LoadStateQ8 and StoreStateQ8 give (datapath.h, UpdateQ8).
+/// it, the absmax streams' CRCs included: the same bytes and values LoadStateQ8 and
+/// StoreStateQ8 give (datapath.h, UpdateQ8).
 void HostSpanQ8(const hk::Mode& md, const hk::RuleCtl& ctl, const hk::host::Q8Span& s,
                 uint32_t base, Integrity* ig) {
   hk::host::Q8Integrity qi;
-  for (unsigned a = 0; a < 3; ++a) {
-    qi.crc_in[a] = ig->crc_in[a];
-    qi.crc_out[a] = ig->crc_out[a];
-  }
+  LanesToSpan(*ig, base, &qi);
   for (unsigned a = 0; a < 2; ++a) {
     qi.abs_in[a] = ig->abs_in[a];
     qi.abs_out[a] = ig->abs_out[a];
   }
-  qi.nonfinite = ig->nonfinite;
-  qi.first = ig->nf_pos;
-  qi.origin = base;
   hk::host::UpdateQ8(md, ctl, s, &qi);
-  for (unsigned a = 0; a < 3; ++a) {
-    ig->crc_in[a] = qi.crc_in[a];
-    ig->crc_out[a] = qi.crc_out[a];
-  }
+  LanesFromSpan(qi, ig);
   for (unsigned a = 0; a < 2; ++a) {
     ig->abs_in[a] = qi.abs_in[a];
     ig->abs_out[a] = qi.abs_out[a];
   }
-  ig->nonfinite = qi.nonfinite;
-  ig->nf_pos = qi.first;
 }
 
 }  // namespace
