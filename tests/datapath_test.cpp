@@ -176,12 +176,28 @@ const uint32_t kEdges[] = {0x00000000u, 0x00000001u, 0x007fffffu, 0x00800000u, 0
                            0x3f800000u, 0x7f7fffffu, 0x7f800000u, 0x7fc00000u, 0x7f800001u,
                            0x7fffffffu, 0x3dcccccdu, 0x1e3ce508u, 0x5f000000u};
 
-class SpecialisedQ8Steps : public ::testing::TestWithParam<hh::Isa> {
+// The q8 steps' builds: each instruction set, and the 512-bit one with and without its VBMI
+// dequantization.
+struct Q8Build {
+  hh::Isa isa;
+  bool vbmi;
+};
+std::string Q8BuildName(const Q8Build& b) {
+  return std::string(hh::IsaName(b.isa)) + (b.vbmi ? "_vbmi" : "");
+}
+void PrintTo(const Q8Build& b, std::ostream* os) { *os << Q8BuildName(b); }
+
+class SpecialisedQ8Steps : public ::testing::TestWithParam<Q8Build> {
  protected:
   void SetUp() override {
-    if (!hh::SetIsa(GetParam())) GTEST_SKIP() << "the processor lacks " << hh::IsaName(GetParam());
+    if (!hh::SetIsa(GetParam().isa) || !hh::SetVbmi(GetParam().vbmi)) {
+      GTEST_SKIP() << "the processor lacks " << Q8BuildName(GetParam());
+    }
   }
-  void TearDown() override { hh::SetIsa(hh::HasAvx512() ? hh::Isa::kAvx512 : hh::Isa::kAvx2); }
+  void TearDown() override {
+    hh::SetIsa(hh::HasAvx512() ? hh::Isa::kAvx512 : hh::Isa::kAvx2);
+    hh::SetVbmi(hh::HasVbmi());
+  }
 };
 
 // Every code of both maps, each block under one absmax of kEdges (both signs), under both
@@ -202,7 +218,7 @@ TEST_P(SpecialisedQ8Steps, DequantEveryCodeUnderEdgeAbsmax) {
       hh::DequantQ8Blocks(codes.data(), absmax.data(), blocks, is_signed, ftz, got.data());
       for (size_t i = 0; i < codes.size(); ++i) {
         const uint32_t want = F2U(hls::DequantQ8(codes[i], U2F(absmax[i / kBlock]), is_signed, f));
-        ASSERT_EQ(got[i], want) << std::hex << "isa=" << hh::IsaName(GetParam())
+        ASSERT_EQ(got[i], want) << std::hex << "build=" << Q8BuildName(GetParam())
                                 << " ftz=" << ftz << " signed=" << is_signed << " code=0x"
                                 << unsigned{codes[i]} << " absmax=0x" << absmax[i / kBlock]
                                 << " GOT=0x" << got[i] << " EXP=0x" << want;
@@ -273,12 +289,12 @@ TEST_P(SpecialisedQ8Steps, QuantizeThresholdsAndEdgeBlocks) {
         float want_amax;
         hls::QuantizeBlockQ8(xf, kBlock, is_signed, f, want, &want_amax);
         want_bad += hls::IsNonFinite(F2U(want_amax)) ? 1u : 0u;
-        ASSERT_EQ(amax[b], F2U(want_amax)) << std::hex << "isa=" << hh::IsaName(GetParam())
+        ASSERT_EQ(amax[b], F2U(want_amax)) << std::hex << "build=" << Q8BuildName(GetParam())
                                            << " ftz=" << ftz << " signed=" << is_signed
                                            << " block " << std::dec << b;
         for (uint32_t i = 0; i < kBlock; ++i) {
           ASSERT_EQ(codes[size_t{b} * kBlock + i], want[i])
-              << std::hex << "isa=" << hh::IsaName(GetParam()) << " ftz=" << ftz
+              << std::hex << "build=" << Q8BuildName(GetParam()) << " ftz=" << ftz
               << " signed=" << is_signed << " x=0x" << x[size_t{b} * kBlock + i] << " absmax=0x"
               << amax[b] << " GOT=0x" << unsigned{codes[size_t{b} * kBlock + i]} << " EXP=0x"
               << unsigned{want[i]};
@@ -309,7 +325,7 @@ TEST_P(SpecialisedQ8Steps, StochasticRoundingAcrossCounterWraps) {
       const uint16_t want = hls::RoundBf16Stochastic(U2F(theta[i]),
                                                      hls::Random16(seed, step, index + i));
       want_nf += (want & 0x7f80u) == 0x7f80u ? 1u : 0u;
-      ASSERT_EQ(got[i], want) << std::hex << "isa=" << hh::IsaName(GetParam()) << " index=0x"
+      ASSERT_EQ(got[i], want) << std::hex << "build=" << Q8BuildName(GetParam()) << " index=0x"
                               << index << " +" << std::dec << i << std::hex << " theta=0x"
                               << theta[i] << " GOT=0x" << got[i] << " EXP=0x" << want;
     }
@@ -318,9 +334,11 @@ TEST_P(SpecialisedQ8Steps, StochasticRoundingAcrossCounterWraps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, SpecialisedQ8Steps,
-                         ::testing::Values(hh::Isa::kAvx2, hh::Isa::kAvx512),
-                         [](const ::testing::TestParamInfo<hh::Isa>& i) {
-                           return std::string(hh::IsaName(i.param));
+                         ::testing::Values(Q8Build{hh::Isa::kAvx2, false},
+                                           Q8Build{hh::Isa::kAvx512, false},
+                                           Q8Build{hh::Isa::kAvx512, true}),
+                         [](const ::testing::TestParamInfo<Q8Build>& i) {
+                           return Q8BuildName(i.param);
                          });
 
 }  // namespace

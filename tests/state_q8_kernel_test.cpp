@@ -166,15 +166,20 @@ static_assert(16640 % hls::host::kQ8Chunk == kBlock, "a size of whole chunks and
 struct Path {
   HostDatapath dp;
   hls::host::Isa isa;
+  bool vbmi;  // the 512-bit build's VBMI dequantization
   const char* name;
 };
 std::vector<Path> Paths() {
   std::vector<Path> r;
-  if (hls::host::HasAvx512()) {
-    r.push_back({HostDatapath::kSpecialised, hls::host::Isa::kAvx512, "specialised avx512"});
+  if (hls::host::HasVbmi()) {
+    r.push_back({HostDatapath::kSpecialised, hls::host::Isa::kAvx512, true,
+                 "specialised avx512 vbmi"});
   }
-  r.push_back({HostDatapath::kSpecialised, hls::host::Isa::kAvx2, "specialised avx2"});
-  r.push_back({HostDatapath::kGeneral, hls::host::Isa::kAvx2, "general"});
+  if (hls::host::HasAvx512()) {
+    r.push_back({HostDatapath::kSpecialised, hls::host::Isa::kAvx512, false, "specialised avx512"});
+  }
+  r.push_back({HostDatapath::kSpecialised, hls::host::Isa::kAvx2, false, "specialised avx2"});
+  r.push_back({HostDatapath::kGeneral, hls::host::Isa::kAvx2, false, "general"});
   return r;
 }
 
@@ -185,10 +190,12 @@ void CheckPaths(const Problem& p, const UpdateBuffers& in, const UpdateBuffers& 
   const bool bf16 = p.spec.grad.state == hls::StateFmt::kQ8Bf16;
   for (const Path& path : Paths()) {
     ASSERT_TRUE(hls::host::SetIsa(path.isa));
+    ASSERT_TRUE(hls::host::SetVbmi(path.vbmi));
     UpdateBuffers got = in.Clone();
     got.SetScalars(n, p.nnz, p.launch);
     const uint32_t err = InvokeUpdate(WordsOf(got), path.dp);
     hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512 : hls::host::Isa::kAvx2);
+    hls::host::SetVbmi(hls::host::HasVbmi());
     ASSERT_EQ(err, 0u) << "kernel reported error 0x" << std::hex << err;
     const std::string ctx = ctx0 + " " + path.name;
     const struct {

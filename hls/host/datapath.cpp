@@ -35,7 +35,25 @@ std::atomic<uint32_t>& Chosen() {
   return isa;
 }
 
+std::atomic<bool>& VbmiOn() {
+  static std::atomic<bool> on{HasVbmi()};
+  return on;
+}
+
 }  // namespace
+
+bool HasVbmi() {
+  static const bool has = HasAvx512() && __builtin_cpu_supports("avx512vbmi");
+  return has;
+}
+
+bool UseVbmi() { return VbmiOn().load(std::memory_order_relaxed); }
+
+bool SetVbmi(bool on) {
+  if (on && !HasVbmi()) return false;
+  VbmiOn().store(on, std::memory_order_relaxed);
+  return true;
+}
 
 bool HasAvx512() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

@@ -334,9 +334,16 @@ inline VF Pol(VF x) {
     return x;
   } else {
     // Under FTZ/DAZ a zero-exponent value loses its mantissa (a subnormal becomes a signed zero).
+#ifdef CSDKIT_HOST_ZMM
+    // One test into a mask register and one masked AND (the vector form below compiles to four).
+    const __m512i u = (__m512i)x;
+    return (VF)_mm512_mask_and_epi32(u, _mm512_testn_epi32_mask(u, _mm512_set1_epi32(kExpMask)), u,
+                                     _mm512_set1_epi32(static_cast<int>(kSignMask)));
+#else
     const VU u = (VU)x;
     const VU sub = (VU)((u & kExpMask) == 0u);
     return (VF)(u & ~(sub & kManMask));
+#endif
   }
 }
 

@@ -6,8 +6,8 @@
 //   1. the CRCs as read, over the bytes as stored (theta's words or halves, a moment's codes,
 //      its absmax values apart: crc_fast.h);
 //   2. the moments dequantized into binary32 scratch arrays (DequantQ8: a table value times the
-//      block's absmax under the policy, the sign applied after), q8-bf16 theta widened into a
-//      third one;
+//      block's absmax under the policy, the sign applied after; the table values by VBMI byte
+//      shuffles where the processor has them), q8-bf16 theta widened into a third one;
 //   3. the binary32 update by Update's own loop for the launch's configuration (theta in place
 //      for q8; q8-bf16 without the copy, which is of the rounded theta);
 //   4. the moments quantized block by block (QuantizeBlockQ8), the index of each value found
@@ -133,7 +133,14 @@ inline VU PolU(VU u) {
   if constexpr (!kFtz) {
     return u;
   } else {
+#ifdef CSDKIT_HOST_ZMM
+    // One test into a mask register and one masked AND (the vector form compiles to four).
+    return (VU)_mm512_mask_and_epi32((__m512i)u, _mm512_testn_epi32_mask((__m512i)u,
+                                                                        _mm512_set1_epi32(kExpMask)),
+                                     (__m512i)u, _mm512_set1_epi32(static_cast<int>(kSignMask)));
+#else
     return u & ~((VU)((u & kExpMask) == 0u) & kManMask);
+#endif
   }
 }
 template <bool kFtz>
@@ -149,7 +156,7 @@ inline float PolScalar(float x) {
 // and the policy applied to the result, then the code's sign.
 
 #ifdef CSDKIT_HOST_ZMM
-// With 512-bit vectors the signed map's value comes from registers: the table in 8 vectors of
+// With 512-bit vectors but no VBMI the signed map's value comes from registers: the table in 8 vectors of
 // 16 entries, each two of them a 32-entry look-up (vpermt2ps on the code's low 5 bits), the
 // four results chosen by the code's bits 5 and 6. On the processor measured the 7 shuffles and
 // blends cost about half of a 16-lane gather.
@@ -217,6 +224,100 @@ void DequantBlocks(const uint8_t* codes, const uint32_t* absmax, uint32_t blocks
     }
   }
 }
+
+#ifdef CSDKIT_HOST_ZMM
+// With AVX-512 VBMI (not part of x86-64-v4: chosen at run time, Q8Vbmi) the map's values come
+// from byte shuffles, 64 codes at a time: each of the value's four bytes from its own plane of
+// the table (vpermt2b looks up 128 bytes held in two registers; the unsigned map's 256 take two
+// and a blend on the code's top bit, the signed map's 128 magnitudes one, which ignores the sign
+// bit), the four byte vectors interleaved into binary32 words by two rounds of unpacking.
+// Unpacking works within 128-bit lanes, so the codes are first permuted (kVbmiOrder) so that
+// the four word vectors come out holding elements 0-15, 16-31, 32-47, 48-63.
+struct VbmiPlanes {
+  uint8_t b[4][256];  // b[k][c]: byte k (little-endian) of the map's value for code c
+};
+constexpr VbmiPlanes MakeVbmiPlanes(const uint32_t* map, uint32_t n) {
+  VbmiPlanes p{};
+  for (uint32_t k = 0; k < 4; ++k) {
+    for (uint32_t c = 0; c < 256; ++c) p.b[k][c] = static_cast<uint8_t>(map[c % n] >> (8 * k));
+  }
+  return p;
+}
+alignas(64) constexpr VbmiPlanes kPlanesSigned = MakeVbmiPlanes(kQ8SignedMag, 128);
+alignas(64) constexpr VbmiPlanes kPlanesUnsigned = MakeVbmiPlanes(kQ8Unsigned, 256);
+
+// Byte j of the permuted codes, j = 16 * lane + 4 * k + i (lane, k, i < 4), is code
+// 16 * k + 4 * lane + i: after the unpacking, word vector k's lane `lane` holds elements
+// 16 * k + 4 * lane .. + 3.
+struct VbmiOrder {
+  uint8_t j[64];
+};
+constexpr VbmiOrder MakeVbmiOrder() {
+  VbmiOrder o{};
+  for (uint32_t lane = 0; lane < 4; ++lane) {
+    for (uint32_t k = 0; k < 4; ++k) {
+      for (uint32_t i = 0; i < 4; ++i) o.j[16 * lane + 4 * k + i] = 16 * k + 4 * lane + i;
+    }
+  }
+  return o;
+}
+alignas(64) constexpr VbmiOrder kVbmiOrder = MakeVbmiOrder();
+
+template <bool kSigned, bool kFtz>
+__attribute__((target("avx512vbmi"), noinline)) void DequantBlocksVbmi(const uint8_t* codes,
+                                                                       const uint32_t* absmax,
+                                                                       uint32_t blocks,
+                                                                       uint32_t* out) {
+  const VbmiPlanes& pl = kSigned ? kPlanesSigned : kPlanesUnsigned;
+  __m512i t[4][4];
+  for (uint32_t k = 0; k < 4; ++k) {
+    for (uint32_t q = 0; q < (kSigned ? 2u : 4u); ++q) t[k][q] = _mm512_load_si512(pl.b[k] + 64 * q);
+  }
+  const __m512i order = _mm512_load_si512(kVbmiOrder.j);
+  const __m512i nan_min = _mm512_set1_epi32(static_cast<int>(kExpMask + 1u));
+  const __m512i canon = _mm512_set1_epi32(static_cast<int>(kCanonicalNan));
+  const __m512i exp = _mm512_set1_epi32(static_cast<int>(kExpMask));
+  const __m512i man = _mm512_set1_epi32(static_cast<int>(kManMask));
+  const __m512i sign = _mm512_set1_epi32(static_cast<int>(kSignMask));
+  for (uint32_t b = 0; b < blocks; ++b) {
+    const __m512 a = _mm512_set1_ps(PolScalar<kFtz>(U2F(absmax[b])));
+    const uint8_t* const cb = codes + size_t{b} * kQ8Block;
+    uint32_t* const ob = out + size_t{b} * kQ8Block;
+    _Pragma("GCC unroll 2") for (uint32_t i = 0; i < kQ8Block; i += 64) {
+      const __m512i c0 = _mm512_loadu_si512(cb + i);
+      const __m512i c = _mm512_maskz_permutexvar_epi8(~__mmask64{0}, order, c0);
+      __m512i by[4];
+      for (uint32_t k = 0; k < 4; ++k) {
+        const __m512i lo = _mm512_permutex2var_epi8(t[k][0], c, t[k][1]);
+        if constexpr (kSigned) {
+          by[k] = lo;
+        } else {
+          const __m512i hi = _mm512_permutex2var_epi8(t[k][2], c, t[k][3]);
+          by[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), lo, hi);
+        }
+      }
+      const __m512i w01l = _mm512_unpacklo_epi8(by[0], by[1]), w01h = _mm512_unpackhi_epi8(by[0], by[1]);
+      const __m512i w23l = _mm512_unpacklo_epi8(by[2], by[3]), w23h = _mm512_unpackhi_epi8(by[2], by[3]);
+      const __m512i w[4] = {_mm512_unpacklo_epi16(w01l, w23l), _mm512_unpackhi_epi16(w01l, w23l),
+                            _mm512_unpacklo_epi16(w01h, w23h), _mm512_unpackhi_epi16(w01h, w23h)};
+      const __mmask64 neg = kSigned ? _mm512_movepi8_mask(c0) : 0;  // the codes' sign bits
+      for (uint32_t k = 0; k < 4; ++k) {
+        __m512i p = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(w[k]), a));
+        // NaN (magnitude above the exponent mask) -> canonical.
+        p = _mm512_mask_mov_epi32(
+            p, _mm512_cmpge_epu32_mask((__m512i)((VU)p & ~kSignMask), nan_min), canon);
+        if constexpr (kFtz) {
+          p = _mm512_mask_andnot_epi32(p, _mm512_testn_epi32_mask(p, exp), man, p);
+        }
+        if constexpr (kSigned) {
+          p = _mm512_mask_xor_epi32(p, static_cast<__mmask16>(neg >> (16 * k)), p, sign);
+        }
+        _mm512_storeu_si512(ob + i + 16 * k, p);
+      }
+    }
+  }
+}
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Quantization: QuantizeBlockQ8 block for block.
@@ -464,6 +565,16 @@ uint64_t RoundThetaBf16(const uint32_t* t, uint32_t len, uint64_t seed, uint64_t
 template <bool kFtz>
 void Dequant(bool is_signed, const uint8_t* codes, const uint32_t* absmax, uint32_t blocks,
              uint32_t* out) {
+#ifdef CSDKIT_HOST_ZMM
+  if (UseVbmi()) {
+    if (is_signed) {
+      DequantBlocksVbmi<true, kFtz>(codes, absmax, blocks, out);
+    } else {
+      DequantBlocksVbmi<false, kFtz>(codes, absmax, blocks, out);
+    }
+    return;
+  }
+#endif
   if (is_signed) {
     DequantBlocks<true, kFtz>(codes, absmax, blocks, out);
   } else {
