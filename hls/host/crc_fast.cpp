@@ -30,6 +30,7 @@ namespace host {
 
 namespace {
 
+constexpr uint64_t kK2048Lo = kCrcFold2048.lo, kK2048Hi = kCrcFold2048.hi;
 constexpr uint64_t kK1024Lo = kCrcFold1024.lo, kK1024Hi = kCrcFold1024.hi;
 constexpr uint64_t kK512Lo = kCrcFold512.lo, kK512Hi = kCrcFold512.hi;
 constexpr uint64_t kK128Lo = kCrcFold128.lo, kK128Hi = kCrcFold128.hi;
@@ -164,8 +165,68 @@ CSDKIT_VPCLMUL uint32_t VpclmulWords(uint32_t reg, const uint32_t* p, size_t wor
   return Finish<kCount>(a, reinterpret_cast<const uint32_t*>(q), words, nf128, nonfinite);
 }
 
+#define CSDKIT_VPCLMUL512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx2,sse4.1,pclmul,vpclmulqdq")))
+
+// A 512-bit accumulator moved D bits on plus the data there (Fold, four lanes at once).
+CSDKIT_VPCLMUL512 inline __m512i Fold512(__m512i x, __m512i k, __m512i data) {
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
+                                   _mm512_clmulepi64_epi128(x, k, 0x11), data, 0x96);
+}
+
+// nf minus one in each lane of d that holds a non-finite word (the counts are kept negated).
+CSDKIT_VPCLMUL512 inline __m512i CountNonFinite512(__m512i nf, __m512i d) {
+  const __m512i e = _mm512_set1_epi32(static_cast<int>(kExpMask));
+  return _mm512_mask_add_epi32(nf, _mm512_cmpeq_epi32_mask(_mm512_and_si512(d, e), e), nf,
+                               _mm512_set1_epi32(-1));
+}
+
+// 512-bit folding: 4 accumulators of four 128-bit lanes each, 256 bytes a step. Needs at least
+// 64 words. At the end each accumulator is folded into the next (512 bits on), then the last
+// one's four lanes into one.
+template <bool kCount>
+CSDKIT_VPCLMUL512 uint32_t Vpclmul512Words(uint32_t reg, const uint32_t* p, size_t words,
+                                           uint64_t* nonfinite) {
+  if (words < 64) return VpclmulWords<kCount>(reg, p, words, nonfinite);
+  const __m512i* q = reinterpret_cast<const __m512i*>(p);
+  __m512i z[4], nf = _mm512_setzero_si512();
+  for (int j = 0; j < 4; ++j) z[j] = _mm512_loadu_si512(q + j);
+  if (kCount) {
+    for (int j = 0; j < 4; ++j) nf = CountNonFinite512(nf, z[j]);
+  }
+  z[0] = _mm512_xor_si512(z[0], _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(reg))));
+  q += 4;
+  words -= 64;
+  const __m512i k2048 = _mm512_maskz_broadcast_i32x4(0xffff, _mm_set_epi64x(
+      static_cast<long long>(kK2048Hi), static_cast<long long>(kK2048Lo)));
+  for (; words >= 64; words -= 64, q += 4) {
+    for (int j = 0; j < 4; ++j) {
+      const __m512i d = _mm512_loadu_si512(q + j);
+      if (kCount) nf = CountNonFinite512(nf, d);
+      z[j] = Fold512(z[j], k2048, d);
+    }
+  }
+  const __m512i k512 = _mm512_maskz_broadcast_i32x4(0xffff, _mm_set_epi64x(
+      static_cast<long long>(kK512Hi), static_cast<long long>(kK512Lo)));
+  __m512i y = z[0];
+  for (int j = 1; j < 4; ++j) y = Fold512(y, k512, z[j]);
+  const __m128i k128 = _mm_set_epi64x(static_cast<long long>(kK128Hi), static_cast<long long>(kK128Lo));
+  __m128i a = _mm512_maskz_extracti32x4_epi32(0xf, y, 0);
+  a = Fold(a, k128, _mm512_maskz_extracti32x4_epi32(0xf, y, 1));
+  a = Fold(a, k128, _mm512_maskz_extracti32x4_epi32(0xf, y, 2));
+  a = Fold(a, k128, _mm512_maskz_extracti32x4_epi32(0xf, y, 3));
+  const __m256i nf256 = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xf, nf, 0),
+                                         _mm512_maskz_extracti64x4_epi64(0xf, nf, 1));
+  const __m128i nf128 = _mm_add_epi32(_mm256_castsi256_si128(nf256), _mm256_extracti128_si256(nf256, 1));
+  return Finish<kCount>(a, reinterpret_cast<const uint32_t*>(q), words, nf128, nonfinite);
+}
+
 bool Supported(CrcImpl impl) {
   switch (impl) {
+    case CrcImpl::kVpclmul512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq") &&
+             __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
     case CrcImpl::kVpclmul:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq") &&
              __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
@@ -178,7 +239,8 @@ bool Supported(CrcImpl impl) {
 
 std::atomic<uint32_t>& Chosen() {
   static std::atomic<uint32_t> impl{static_cast<uint32_t>(
-      Supported(CrcImpl::kVpclmul) ? CrcImpl::kVpclmul
+      Supported(CrcImpl::kVpclmul512) ? CrcImpl::kVpclmul512
+      : Supported(CrcImpl::kVpclmul) ? CrcImpl::kVpclmul
                                    : Supported(CrcImpl::kPclmul) ? CrcImpl::kPclmul
                                                                  : CrcImpl::kTable)};
   return impl;
@@ -187,6 +249,7 @@ std::atomic<uint32_t>& Chosen() {
 template <bool kCount>
 uint32_t Dispatch(uint32_t reg, const uint32_t* p, size_t words, uint64_t* nonfinite) {
   switch (ActiveCrcImpl()) {
+    case CrcImpl::kVpclmul512: return Vpclmul512Words<kCount>(reg, p, words, nonfinite);
     case CrcImpl::kVpclmul: return VpclmulWords<kCount>(reg, p, words, nonfinite);
     case CrcImpl::kPclmul: return PclmulWords<kCount>(reg, p, words, nonfinite);
     default: return TableWords<kCount>(reg, p, words, nonfinite);
@@ -209,8 +272,9 @@ uint32_t Crc32WordsNonFinite(uint32_t reg, const uint32_t* p, size_t words, uint
 }
 
 bool HasCrcImpl(CrcImpl impl) {
-  static const bool has[3] = {Supported(CrcImpl::kVpclmul), Supported(CrcImpl::kPclmul), true};
-  return static_cast<uint32_t>(impl) < 3 && has[static_cast<uint32_t>(impl)];
+  static const bool has[4] = {Supported(CrcImpl::kVpclmul), Supported(CrcImpl::kPclmul), true,
+                              Supported(CrcImpl::kVpclmul512)};
+  return static_cast<uint32_t>(impl) < 4 && has[static_cast<uint32_t>(impl)];
 }
 
 CrcImpl ActiveCrcImpl() { return static_cast<CrcImpl>(Chosen().load(std::memory_order_relaxed)); }
@@ -223,6 +287,7 @@ bool SetCrcImpl(CrcImpl impl) {
 
 const char* CrcImplName(CrcImpl impl) {
   switch (impl) {
+    case CrcImpl::kVpclmul512: return "vpclmulqdq512";
     case CrcImpl::kVpclmul: return "vpclmulqdq";
     case CrcImpl::kPclmul: return "pclmulqdq";
     default: return "table";

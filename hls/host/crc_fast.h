@@ -38,16 +38,18 @@ constexpr CrcFold kCrcFold128 = {0x1751997d0ull, 0x0ccaa009eull};
 constexpr CrcFold kCrcFold256 = {0x0f1da05aaull, 0x15a546366ull};
 constexpr CrcFold kCrcFold512 = {0x154442bd4ull, 0x1c6e41596ull};
 constexpr CrcFold kCrcFold1024 = {0x1e88ef372ull, 0x14a7fe880ull};
+constexpr CrcFold kCrcFold2048 = {0x11542778aull, 0x1322d1430ull};
 
 /// The raw register (crc.h) of a message folded into one 128-bit accumulator (lo: its low 64
 /// bits, the earlier bytes), the register having been xored into its first 32 bits.
 uint32_t Crc32FromFold(uint64_t lo, uint64_t hi);
 
-/// The implementations, widest first.
-enum class CrcImpl : uint32_t { kVpclmul = 0, kPclmul = 1, kTable = 2 };
+/// The implementations (kVpclmul512 came last, hence its number).
+enum class CrcImpl : uint32_t { kVpclmul = 0, kPclmul = 1, kTable = 2, kVpclmul512 = 3 };
 
-/// Whether this processor runs `impl` (kVpclmul: AVX2 and VPCLMULQDQ; kPclmul: SSE4.1 and
-/// PCLMULQDQ; kTable: always).
+/// Whether this processor runs `impl` (kVpclmul512: AVX-512 F/BW/VL and VPCLMULQDQ, 512-bit
+/// folding; kVpclmul: AVX2 and VPCLMULQDQ, 256-bit; kPclmul: SSE4.1 and PCLMULQDQ; kTable:
+/// always). The widest is chosen by default.
 bool HasCrcImpl(CrcImpl impl);
 /// The implementation in use: the widest available unless SetCrcImpl chose one.
 CrcImpl ActiveCrcImpl();

@@ -83,7 +83,9 @@ void UpdateIsa(const Mode& md, const RuleCtl& c, const Span& s) {
 
 }  // namespace
 
-bool FusedIntegrity() { return ActiveCrcImpl() == CrcImpl::kVpclmul; }
+bool FusedIntegrity() {
+  return ActiveCrcImpl() == CrcImpl::kVpclmul || ActiveCrcImpl() == CrcImpl::kVpclmul512;
+}
 
 void IntegrityIn(const Span& s, uint32_t i, uint32_t r) {
   SpanIntegrity* ig = s.integrity;
