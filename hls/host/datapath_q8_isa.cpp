@@ -371,9 +371,180 @@ __attribute__((optimize("no-tree-vectorize"), noinline)) void LookUp(const uint3
   }
 }
 
+#ifdef CSDKIT_HOST_ZMM
+// With VBMI the index comes from byte shuffles, 64 values at a time. q's exponent picks a row of
+// buckets (one register look-up of 32 entries: the row's first bucket and how many mantissa bits
+// index it, as few as keep every two thresholds of that binade in different buckets), and the
+// bucket's count of thresholds below its start is a byte look-up (the signed map has 216
+// buckets, two registers pairs; the unsigned 441, four). A bucket holds at most one threshold,
+// and if it holds one that is thr[count]: the index is count + (q >= thr[count]), thr[count]
+// looked up by its four byte planes as DequantBlocksVbmi looks up map values (padded with
+// 0xffffffff: in a bucket without a threshold, and past the last, q is below it). Exponents
+// below the first threshold's share bucket 0 (count 0), those of 1.0 and above the last bucket
+// (count = all). The bucket numbers are packed into bytes in kVbmiOrder's order, so that the
+// thresholds come out of the unpacking in element order.
+struct VbmiQuant {
+  uint32_t e0 = 0;           // the binary32 exponent field of the first threshold
+  uint32_t rows = 0;         // rows of the parameter table: below, e0 .. 126, 1.0 and above
+  uint32_t buckets = 0;
+  uint32_t param[32] = {};   // row r = clamp(e - e0 + 1, 0, rows - 1): first | shift << 16
+  uint8_t count[512] = {};   // per bucket: thresholds below its start
+  uint8_t thr[4][256] = {};  // byte k of thr[c], 0xffffffff past the last
+};
+
+constexpr VbmiQuant MakeVbmiQuant(const uint32_t* thr, uint32_t n) {
+  VbmiQuant q;
+  q.e0 = thr[0] >> 23;
+  uint32_t b = 1;  // bucket 0: below e0
+  q.param[0] = 0u | 31u << 16;
+  for (uint32_t e = q.e0; e < 127u; ++e) {
+    // The fewest top mantissa bits that separate the binade's thresholds.
+    uint32_t m = 0;
+    for (;; ++m) {
+      bool clash = false;
+      for (uint32_t i = 0; i + 1 < n; ++i) {
+        clash |= (thr[i] >> 23) == e && (thr[i + 1] >> 23) == e &&
+                 ((thr[i] & 0x7fffffu) >> (23 - m)) == ((thr[i + 1] & 0x7fffffu) >> (23 - m));
+      }
+      if (!clash) break;
+    }
+    q.param[e - q.e0 + 1] = b | (23 - m) << 16;
+    for (uint32_t j = 0; j < (1u << m); ++j) {
+      const uint32_t start = e << 23 | j << (23 - m);
+      uint32_t below = 0;
+      for (uint32_t i = 0; i < n; ++i) below += thr[i] < start ? 1u : 0u;
+      q.count[b + j] = static_cast<uint8_t>(below);
+    }
+    b += 1u << m;
+  }
+  q.rows = 127u - q.e0 + 2u;
+  q.param[q.rows - 1] = b | 31u << 16;  // 1.0 and above
+  q.count[b] = static_cast<uint8_t>(n);
+  q.buckets = b + 1;
+  if (q.rows > 32u || q.buckets > 512u) throw "bucket tables too large";
+  for (uint32_t c = 0; c < 256; ++c) {
+    for (uint32_t k = 0; k < 4; ++k) {
+      q.thr[k][c] = static_cast<uint8_t>((c < n ? thr[c] : 0xffffffffu) >> (8 * k));
+    }
+  }
+  return q;
+}
+
+alignas(64) constexpr VbmiQuant kVqSigned = MakeVbmiQuant(kQ8SignedThr, 127);
+alignas(64) constexpr VbmiQuant kVqUnsigned = MakeVbmiQuant(kQ8UnsignedThr, 255);
+static_assert(kVqSigned.buckets <= 256 && kVqUnsigned.buckets <= 512, "bucket table size");
+
+// Byte-permutation indices that gather the low byte (kHigh: the second byte) of the bucket
+// numbers of words 16k + 4 * lane + i into position 16 * lane + 4 * k + i (kVbmiOrder), from
+// vectors k = 0, 1 (the first table) and k = 2, 3 (the second).
+struct VbmiPack {
+  uint8_t j[2][2][64];  // [high byte][pair]
+};
+constexpr VbmiPack MakeVbmiPack() {
+  VbmiPack p{};
+  for (uint32_t h = 0; h < 2; ++h) {
+    for (uint32_t lane = 0; lane < 4; ++lane) {
+      for (uint32_t k = 0; k < 4; ++k) {
+        for (uint32_t i = 0; i < 4; ++i) {
+          p.j[h][k / 2][16 * lane + 4 * k + i] =
+              static_cast<uint8_t>(64 * (k % 2) + 4 * (4 * lane + i) + h);
+        }
+      }
+    }
+  }
+  return p;
+}
+alignas(64) constexpr VbmiPack kVbmiPack = MakeVbmiPack();
+
+// The codes of one block, its values x (as read) and r = 1 / absmax given (absmax a normal).
+template <bool kSigned, bool kFtz>
+__attribute__((target("avx512vbmi"), noinline)) void CodesVbmi(const uint32_t* xb, float r,
+                                                              uint8_t* cb) {
+  const VbmiQuant& vq = kSigned ? kVqSigned : kVqUnsigned;
+  const __m512 rv = _mm512_set1_ps(r);
+  const __m512i p0 = _mm512_load_si512(vq.param), p1 = _mm512_load_si512(vq.param + 16);
+  const __m512i row_max = _mm512_set1_epi32(static_cast<int>(vq.rows - 1));
+  const __m512i row_off = _mm512_set1_epi32(static_cast<int>(vq.e0 - 1));
+  const __m512i man = _mm512_set1_epi32(static_cast<int>(kManMask));
+  const __m512i low16 = _mm512_set1_epi32(0xffff);
+  const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
+  const __m512i pk[2][2] = {{_mm512_load_si512(kVbmiPack.j[0][0]), _mm512_load_si512(kVbmiPack.j[0][1])},
+                            {_mm512_load_si512(kVbmiPack.j[1][0]), _mm512_load_si512(kVbmiPack.j[1][1])}};
+  constexpr __mmask64 kPair1 = 0xff00ff00ff00ff00ull;  // positions of vectors k = 2, 3
+  for (uint32_t i = 0; i < kQ8Block; i += 64) {
+    __m512i u[4], mag[4], q[4], bk[4];
+    for (uint32_t k = 0; k < 4; ++k) {
+      u[k] = _mm512_loadu_si512(xb + i + 16 * k);
+      mag[k] = (__m512i)PolU<kFtz>((VU)u[k] & ~kSignMask);
+      q[k] = (__m512i)PolU<kFtz>((VU)((VF)mag[k] * (VF)rv));
+      // The row of q's exponent, its first bucket and shift, the bucket.
+      // (Vector-extension shifts and selects: the intrinsics' undefined pass-through operand
+      // draws GCC 12's uninitialised-use warnings.)
+      VI row = (VI)((VU)q[k] >> 23) - (VI)row_off;
+      row = row < 0 ? (VI)zero : row;
+      row = row > (VI)row_max ? (VI)row_max : row;
+      const VU prm = (VU)_mm512_permutex2var_epi32(p0, (__m512i)row, p1);
+      bk[k] = (__m512i)((prm & (VU)low16) + (((VU)q[k] & (VU)man) >> (prm >> 16)));
+    }
+    // The bucket numbers as bytes (and their bit 8 as a mask), in kVbmiOrder.
+    const __m512i b8 = _mm512_mask_blend_epi8(kPair1,
+                                              _mm512_permutex2var_epi8(bk[0], pk[0][0], bk[1]),
+                                              _mm512_permutex2var_epi8(bk[2], pk[0][1], bk[3]));
+    const __mmask64 b7 = _mm512_movepi8_mask(b8);
+    const auto table = [&](const uint8_t* t, uint32_t k) { return _mm512_load_si512(t + 64 * k); };
+    __m512i cnt = _mm512_mask_blend_epi8(
+        b7, _mm512_permutex2var_epi8(table(vq.count, 0), b8, table(vq.count, 1)),
+        _mm512_permutex2var_epi8(table(vq.count, 2), b8, table(vq.count, 3)));
+    if constexpr (!kSigned) {
+      const __m512i h8 = _mm512_mask_blend_epi8(kPair1,
+                                                _mm512_permutex2var_epi8(bk[0], pk[1][0], bk[1]),
+                                                _mm512_permutex2var_epi8(bk[2], pk[1][1], bk[3]));
+      const __m512i hi = _mm512_mask_blend_epi8(
+          b7, _mm512_permutex2var_epi8(table(vq.count, 4), b8, table(vq.count, 5)),
+          _mm512_permutex2var_epi8(table(vq.count, 6), b8, table(vq.count, 7)));
+      cnt = _mm512_mask_blend_epi8(_mm512_test_epi8_mask(h8, h8), cnt, hi);
+    }
+    // thr[count] by its byte planes, and the counts as words, both in element order.
+    const __mmask64 c7 = _mm512_movepi8_mask(cnt);
+    __m512i by[4];
+    for (uint32_t k = 0; k < 4; ++k) {
+      const __m512i lo = _mm512_permutex2var_epi8(table(vq.thr[k], 0), cnt, table(vq.thr[k], 1));
+      if constexpr (kSigned) {
+        by[k] = lo;  // counts <= 127
+      } else {
+        by[k] = _mm512_mask_blend_epi8(
+            c7, lo, _mm512_permutex2var_epi8(table(vq.thr[k], 2), cnt, table(vq.thr[k], 3)));
+      }
+    }
+    const __m512i w01l = _mm512_unpacklo_epi8(by[0], by[1]), w01h = _mm512_unpackhi_epi8(by[0], by[1]);
+    const __m512i w23l = _mm512_unpacklo_epi8(by[2], by[3]), w23h = _mm512_unpackhi_epi8(by[2], by[3]);
+    const __m512i t[4] = {_mm512_unpacklo_epi16(w01l, w23l), _mm512_unpackhi_epi16(w01l, w23l),
+                          _mm512_unpacklo_epi16(w01h, w23h), _mm512_unpackhi_epi16(w01h, w23h)};
+    const __m512i cl = _mm512_unpacklo_epi8(cnt, zero), ch = _mm512_unpackhi_epi8(cnt, zero);
+    const __m512i c[4] = {_mm512_unpacklo_epi16(cl, zero), _mm512_unpackhi_epi16(cl, zero),
+                          _mm512_unpacklo_epi16(ch, zero), _mm512_unpackhi_epi16(ch, zero)};
+    for (uint32_t k = 0; k < 4; ++k) {
+      __m512i code = _mm512_mask_add_epi32(c[k], _mm512_cmpge_epu32_mask(q[k], t[k]), c[k], one);
+      // A non-zero value never becomes zero.
+      code = _mm512_mask_mov_epi32(
+          code, _mm512_mask_testn_epi32_mask(_mm512_test_epi32_mask(mag[k], mag[k]), code, code),
+          one);
+      if constexpr (kSigned) {
+        code = _mm512_mask_or_epi32(code, _mm512_movepi32_mask(u[k]), code,
+                                    _mm512_set1_epi32(0x80));
+      }
+      // (vpmovdb by name: under the target attribute GCC 12 lowers StoreCodes' conversion
+      // lane by lane.)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(cb + i + 16 * k),
+                       _mm512_maskz_cvtepi32_epi8(0xffff, code));
+    }
+  }
+}
+#endif
+
 // Quantizes `blocks` blocks of binary32 values x into codes and one absmax each, as
 // QuantizeBlockQ8 does; returns the number of blocks with a non-finite value (absmax NaN).
-template <bool kSigned, bool kFtz>
+template <bool kSigned, bool kFtz, bool kVbmi>
 uint32_t QuantizeBlocks(const uint32_t* x, uint32_t blocks, uint8_t* codes, uint32_t* absmax) {
   const Q8Lut& lut = kSigned ? kLutSigned : kLutUnsigned;
   const VI key0 = (VI)SplatU(lut.key0), last = (VI)SplatU(lut.last), zero = {};
@@ -405,6 +576,13 @@ uint32_t QuantizeBlocks(const uint32_t* x, uint32_t blocks, uint8_t* codes, uint
       continue;
     }
     const float r = PolScalar<kFtz>(1.0f / U2F(a));  // an operand of q's multiplication
+#ifdef CSDKIT_HOST_ZMM
+    if constexpr (kVbmi) {
+      CodesVbmi<kSigned, kFtz>(xb, r, cb);
+      absmax[b] = a;
+      continue;
+    }
+#endif
     VF rv;
     for (uint32_t i = 0; i < kW; ++i) rv[i] = r;
     // q and its table entry's index for the whole block, then the entries by scalar loads (on
@@ -585,8 +763,14 @@ void Dequant(bool is_signed, const uint8_t* codes, const uint32_t* absmax, uint3
 template <bool kFtz>
 uint32_t Quantize(bool is_signed, const uint32_t* x, uint32_t blocks, uint8_t* codes,
                   uint32_t* absmax) {
-  return is_signed ? QuantizeBlocks<true, kFtz>(x, blocks, codes, absmax)
-                   : QuantizeBlocks<false, kFtz>(x, blocks, codes, absmax);
+#ifdef CSDKIT_HOST_ZMM
+  if (UseVbmi()) {
+    return is_signed ? QuantizeBlocks<true, kFtz, true>(x, blocks, codes, absmax)
+                     : QuantizeBlocks<false, kFtz, true>(x, blocks, codes, absmax);
+  }
+#endif
+  return is_signed ? QuantizeBlocks<true, kFtz, false>(x, blocks, codes, absmax)
+                   : QuantizeBlocks<false, kFtz, false>(x, blocks, codes, absmax);
 }
 
 template <bool kFtz>
