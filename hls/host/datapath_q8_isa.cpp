@@ -263,6 +263,17 @@ constexpr VbmiOrder MakeVbmiOrder() {
 }
 alignas(64) constexpr VbmiOrder kVbmiOrder = MakeVbmiOrder();
 
+// Four byte vectors (bytes 0-3 of 64 words, the words in kVbmiOrder) interleaved into the 64
+// words, in element order: w[k] holds words 16k .. 16k + 15.
+inline void WordsFromPlanes(const __m512i by[4], __m512i w[4]) {
+  const __m512i w01l = _mm512_unpacklo_epi8(by[0], by[1]), w01h = _mm512_unpackhi_epi8(by[0], by[1]);
+  const __m512i w23l = _mm512_unpacklo_epi8(by[2], by[3]), w23h = _mm512_unpackhi_epi8(by[2], by[3]);
+  w[0] = _mm512_unpacklo_epi16(w01l, w23l);
+  w[1] = _mm512_unpackhi_epi16(w01l, w23l);
+  w[2] = _mm512_unpacklo_epi16(w01h, w23h);
+  w[3] = _mm512_unpackhi_epi16(w01h, w23h);
+}
+
 template <bool kSigned, bool kFtz>
 __attribute__((target("avx512vbmi"), noinline)) void DequantBlocksVbmi(const uint8_t* codes,
                                                                        const uint32_t* absmax,
@@ -296,10 +307,8 @@ __attribute__((target("avx512vbmi"), noinline)) void DequantBlocksVbmi(const uin
           by[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), lo, hi);
         }
       }
-      const __m512i w01l = _mm512_unpacklo_epi8(by[0], by[1]), w01h = _mm512_unpackhi_epi8(by[0], by[1]);
-      const __m512i w23l = _mm512_unpacklo_epi8(by[2], by[3]), w23h = _mm512_unpackhi_epi8(by[2], by[3]);
-      const __m512i w[4] = {_mm512_unpacklo_epi16(w01l, w23l), _mm512_unpackhi_epi16(w01l, w23l),
-                            _mm512_unpacklo_epi16(w01h, w23h), _mm512_unpackhi_epi16(w01h, w23h)};
+      __m512i w[4];
+      WordsFromPlanes(by, w);
       const __mmask64 neg = kSigned ? _mm512_movepi8_mask(c0) : 0;  // the codes' sign bits
       for (uint32_t k = 0; k < 4; ++k) {
         __m512i p = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(w[k]), a));
@@ -516,13 +525,10 @@ __attribute__((target("avx512vbmi"), noinline)) void CodesVbmi(const uint32_t* x
             c7, lo, _mm512_permutex2var_epi8(table(vq.thr[k], 2), cnt, table(vq.thr[k], 3)));
       }
     }
-    const __m512i w01l = _mm512_unpacklo_epi8(by[0], by[1]), w01h = _mm512_unpackhi_epi8(by[0], by[1]);
-    const __m512i w23l = _mm512_unpacklo_epi8(by[2], by[3]), w23h = _mm512_unpackhi_epi8(by[2], by[3]);
-    const __m512i t[4] = {_mm512_unpacklo_epi16(w01l, w23l), _mm512_unpackhi_epi16(w01l, w23l),
-                          _mm512_unpacklo_epi16(w01h, w23h), _mm512_unpackhi_epi16(w01h, w23h)};
-    const __m512i cl = _mm512_unpacklo_epi8(cnt, zero), ch = _mm512_unpackhi_epi8(cnt, zero);
-    const __m512i c[4] = {_mm512_unpacklo_epi16(cl, zero), _mm512_unpackhi_epi16(cl, zero),
-                          _mm512_unpacklo_epi16(ch, zero), _mm512_unpackhi_epi16(ch, zero)};
+    __m512i t[4], c[4];
+    WordsFromPlanes(by, t);
+    const __m512i cnt_planes[4] = {cnt, zero, zero, zero};
+    WordsFromPlanes(cnt_planes, c);
     for (uint32_t k = 0; k < 4; ++k) {
       __m512i code = _mm512_mask_add_epi32(c[k], _mm512_cmpge_epu32_mask(q[k], t[k]), c[k], one);
       // A non-zero value never becomes zero.
