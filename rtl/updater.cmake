@@ -7,6 +7,7 @@
 #
 # Targets:  csd_rtl_updater_<cfg>        Verilated csd_update_core, one static library per cfg
 #           tb_csd_update_core_<cfg>     the bench (rtl/kernels/updater/tb/), linked with the model
+#           tb_csd_update_bundle_mux     unit bench of the kernel's bundle mux (one small model)
 #           <cfg> = l4_ftz (Lanes 4, FTZ/DAZ), l16_ieee (Lanes 16, IEEE): between them both lane
 #           counts the kernel builds use in tests and both policies (a Lanes-4 IEEE model, once
 #           built too, was left out for CI time; the lint covers Lanes 2/4/8 in both policies)
@@ -21,6 +22,7 @@
 #           rtl_core_<cfg>_q8_sizes                   nightly  the same at three sizes each
 #           rtl_core_<cfg>_perf                       quick    cycles/word, latency (JSON lines)
 #           rtl_core_<cfg>_random                     nightly  random launches
+#           rtl_tb_csd_update_bundle_mux              quick    the bundle mux under random timing
 # Options:  CSDKIT_RTL_TRACE=ON (rtl.cmake) builds the models with FST tracing; then
 #           `tb_csd_update_core_<cfg> ... --fst FILE` writes a waveform.
 
@@ -168,6 +170,36 @@ foreach(cfg ${CSD_UPD_CONFIGS})
   add_test(NAME rtl_core_${name}_random COMMAND ${tb} --suite random --iters 400)
   set_tests_properties(rtl_core_${name}_random PROPERTIES LABELS "nightly;rtl" TIMEOUT 7200)
 endforeach()
+
+# ---- Unit bench of csd_update_bundle_mux ---------------------------------------------------------
+# The kernel's mux of two read and two write masters on one bundle, alone: its own executable
+# with one small Verilated model (the mux behind the flat-port bench top tb/csd_update_bundle_mux_tb
+# .sv, the W order queue 3 deep so that it fills), checked by C++ models of the masters and the
+# subordinate under random timing (tb/tb_csd_update_bundle_mux.cpp). Quick.
+set(CSD_UPD_MUX_TB_SOURCES "${CSD_UPD_RTL_DIR}/axi/csd_axi_pkg.sv" "${CSD_COMMON_DIR}/csd_fifo.sv"
+    "${CSD_UPD_DIR}/csd_update_bundle_mux.sv" "${CSD_UPD_DIR}/tb/csd_update_bundle_mux_tb.sv")
+add_executable(tb_csd_update_bundle_mux "${CSD_UPD_DIR}/tb/tb_csd_update_bundle_mux.cpp")
+verilate(tb_csd_update_bundle_mux ${CSD_UPD_TRACE}
+         PREFIX Vcsd_update_bundle_mux_tb
+         TOP_MODULE csd_update_bundle_mux_tb
+         THREADS 1
+         SOURCES ${CSD_UPD_MUX_TB_SOURCES}
+         VERILATOR_ARGS ${CSD_UPD_VERILATOR_ARGS} -GMaxBursts=3
+         OPT_FAST -O1
+         OPT_SLOW -O1
+         OPT_GLOBAL -O1)
+# tb_check.h of the fp benches: options, seed, the checker and its GOT=/EXP= reports.
+target_include_directories(tb_csd_update_bundle_mux PRIVATE "${CSD_UPD_RTL_DIR}/fp/tb")
+target_include_directories(tb_csd_update_bundle_mux SYSTEM PRIVATE "${VERILATOR_ROOT}/include")
+target_compile_features(tb_csd_update_bundle_mux PRIVATE cxx_std_17)
+# -Wall -Wextra on the bench only: the Verilator runtime compiled into it is not -Wextra clean.
+target_compile_options(tb_csd_update_bundle_mux PRIVATE -O1)
+set_property(SOURCE "${CSD_UPD_DIR}/tb/tb_csd_update_bundle_mux.cpp" APPEND PROPERTY
+             COMPILE_OPTIONS -Wall -Wextra)
+target_compile_definitions(tb_csd_update_bundle_mux PRIVATE
+  VM_TRACE=$<BOOL:${CSDKIT_RTL_TRACE}> VM_TRACE_FST=$<BOOL:${CSDKIT_RTL_TRACE}>)
+add_test(NAME rtl_tb_csd_update_bundle_mux COMMAND tb_csd_update_bundle_mux)
+set_tests_properties(rtl_tb_csd_update_bundle_mux PROPERTIES LABELS "quick;rtl" TIMEOUT 120)
 
 # ---- Lint ---------------------------------------------------------------------------------------
 # Each module as the top (default parameters), all sources given; the core and the modules

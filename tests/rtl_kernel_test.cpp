@@ -18,6 +18,7 @@
 
 #include "csdkit/emu/rtl_kernel.h"
 #include "csdkit/hls/mode.h"
+#include "csdkit/hls/state_q8.h"
 #include "csdkit/platform/selftest.h"
 #include "csdkit/runtime/scheduler.h"
 #include "csdkit/runtime/store.h"
@@ -97,6 +98,47 @@ TEST_F(Rtl, Q8FormatsBitExactUnderBackPressure) { Q8FormatsUnderBackPressure(4, 
 
 TEST_F(Rtl, Q8FormatsBitExactUnderBackPressureMoreSizes) {
   Q8FormatsUnderBackPressure(5, {256, 12544, 70001}, true);
+}
+
+// The quantizer's non-zero rule through the whole kernel (test_util.h MakeNonZeroRuleProblem:
+// m' = g and v' = g * g over blocks where hundreds of values of both signs are non-zero with
+// index 0 before the rule, beside zeros, tiny blocks and a non-finite v block), both formats
+// and both policies, under the stress memory model. The core bench runs the same blocks.
+TEST_F(Rtl, Q8NonZeroRuleBitExact) {
+  auto dev = RtlDevice(emu::RtlMemory::kStress, 6);
+  int launches = 0;
+  for (hls::StateFmt st : {hls::StateFmt::kQ8, hls::StateFmt::kQ8Bf16}) {
+    for (bool ftz : {false, true}) {
+      ProblemSpec spec;
+      spec.grad.grad = DType::kFp32;
+      spec.grad.out = st == hls::StateFmt::kQ8 ? DType::kFp16 : DType::kBf16;
+      spec.grad.ftz = ftz;
+      spec.grad.state = st;
+      spec.n = 8 * hls::kQ8Block;
+      spec.seed = 0x2e40u + static_cast<uint64_t>(launches);
+      spec.index = 0x1234500u;
+      Problem p = Problem::Generate(spec);
+      MakeNonZeroRuleProblem(p, spec.seed);
+      const NonZeroRuleCoverage cov = CountNonZeroRule(p);
+      const std::string ctx = std::string(st == hls::StateFmt::kQ8 ? "q8" : "q8-bf16") +
+                              (ftz ? " ftz" : " ieee") + " seed=" + std::to_string(spec.seed);
+      EXPECT_EQ(cov.Missing(32), "") << ctx;
+      UpdateBuffers exp = p.buf.Clone();
+      ASSERT_EQ(RunUpdate(exp, p.spec.n, p.nnz, p.launch), 0u) << ctx;
+      const UpdateBuffers got = RunOnDevice((*dev)[0], p);
+      for (const auto& [nm, a, b, eb] :
+           {std::tuple{"theta", &exp.theta, &got.theta, 4u}, std::tuple{"m", &exp.m, &got.m, 4u},
+            std::tuple{"v", &exp.v, &got.v, 4u},
+            std::tuple{"m_absmax", &exp.m_absmax, &got.m_absmax, 4u},
+            std::tuple{"v_absmax", &exp.v_absmax, &got.v_absmax, 4u},
+            std::tuple{"out16", &exp.out16, &got.out16, 2u},
+            std::tuple{"status", &exp.status, &got.status, 4u}}) {
+        EXPECT_EQ(DiffBuffers(nm, *a, *b, eb, ctx), "");
+      }
+      ++launches;
+    }
+  }
+  std::printf("%d non-zero rule launches bit-exact with the model\n", launches);
 }
 
 TEST_F(Rtl, LargeLaunchesAcrossSparseBlocks) {

@@ -1,7 +1,9 @@
 #include "test_util.h"
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 #include "csdkit/hls/bits.h"
 #include "csdkit/hls/sparse.h"
@@ -96,6 +98,145 @@ Problem OverflowProblem(const Variant& var, DType grad, DType out, uint32_t n, O
     p.launch.scalars.lr = hls::F2U(3e38f);
   }
   return p;
+}
+
+void MakeNonZeroRuleProblem(Problem& p, uint64_t seed) {
+  hls::Mode md{};
+  const uint32_t n = p.spec.n;
+  if (!hls::DecodeMode(p.launch.mode, &md) || md.opt != hls::Optimizer::kAdamW || md.sparse ||
+      md.grad != DType::kFp32 || !hls::IsQ8(md.state) || n == 0 || n % hls::kQ8Block != 0) {
+    char b[240];
+    std::snprintf(b, sizeof b,
+                  "MakeNonZeroRuleProblem: expected AdamW, a dense fp32 gradient, q8 or q8-bf16 "
+                  "state and n a non-zero multiple of %d; found mode 0x%08x, n = %u",
+                  hls::kQ8Block, p.launch.mode, n);
+    throw std::invalid_argument(b);
+  }
+  // m' = 0 * m + 1 * g = g and v' = 0 * v + 1 * (g * g) = g * g, g = g_in * 1.
+  hls::Scalars& sc = p.launch.scalars;
+  sc.unscale = 0x3f800000u;
+  sc.beta1 = 0u;
+  sc.omb1 = 0x3f800000u;
+  sc.beta2 = 0u;
+  sc.omb2 = 0x3f800000u;
+
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 0x2545f491u;
+  auto uniform = [&]() { return static_cast<double>(Mix(s) >> 11) * 0x1p-53; };  // [0, 1)
+  auto sign = [&]() { return (Mix(s) & 1u) != 0u ? hls::kSignMask : 0u; };
+  auto subnormal = [&]() { return 1u + static_cast<uint32_t>(Mix(s) % 0x7fffffu); };
+  // log2 of the ratios |g| / max that bound the categories: below TM[0] m's index is 0; below
+  // TU[0]^1/2 v's is (v' / max v' is the ratio squared).
+  const double tm0 = hls::U2F(hls::kQ8SignedThr[0]);
+  const double log_m0 = std::log2(tm0);
+  const double log_v0 = 0.5 * std::log2(static_cast<double>(hls::U2F(hls::kQ8UnsignedThr[0])));
+  // Per kind (block mod 8): log2 of the block's largest magnitude, and of the smallest ratio
+  // drawn (kind 6: g stays normal; kind 7: q = |g| * r goes below 2^-126).
+  const int top_exp[8] = {0, -9, 21, -50, 55, 0, -100, 90};
+  const double low[8] = {-45, -45, -45, -45, -45, 0, -26, -170};
+  uint32_t* g = p.buf.grad.as<uint32_t>();
+  for (uint32_t blk = 0; blk < n / hls::kQ8Block; ++blk) {
+    const unsigned kind = blk % 8;
+    uint32_t* x = g + static_cast<uint64_t>(blk) * hls::kQ8Block;
+    if (kind == 5) {  // the tiny block: subnormals and zeros of both signs
+      for (int i = 0; i < hls::kQ8Block; ++i) x[i] = sign() | (Mix(s) % 5 < 2 ? 0u : subnormal());
+      continue;
+    }
+    const double top = std::ldexp(1.0, top_exp[kind]);
+    const uint64_t at = Mix(s) % hls::kQ8Block;
+    for (int i = 0; i < hls::kQ8Block; ++i) {
+      const uint32_t sg = sign();
+      double r = 1.0;
+      const unsigned c = static_cast<unsigned>(Mix(s) % 20);
+      if (static_cast<uint64_t>(i) == at) {
+        x[i] = sg | hls::F2U(static_cast<float>(top));  // the block's largest magnitude
+        continue;
+      } else if (c < 7) {  // m's (and v's) index 0
+        r = std::exp2(low[kind] + uniform() * (log_m0 - 0.02 - low[kind]));
+      } else if (c < 11) {  // v's index 0, m's 1 or more
+        r = std::exp2(log_m0 + 0.02 + uniform() * (log_v0 - log_m0 - 0.04));
+      } else if (c == 11) {  // at m's first threshold
+        r = tm0 * (1.0 + (2.0 * uniform() - 1.0) * 0x1p-10);
+      } else if (c < 14) {
+        x[i] = sg;  // +-0
+        continue;
+      } else if (c == 14) {
+        x[i] = sg | subnormal();
+        continue;
+      } else {  // ordinary
+        r = std::exp2(log_v0 * uniform());
+      }
+      x[i] = sg | hls::F2U(static_cast<float>(top * r));
+    }
+  }
+}
+
+std::string NonZeroRuleCoverage::Missing(uint64_t min) const {
+  std::string r;
+  auto need = [&](const char* what, uint64_t got, uint64_t want) {
+    if (got >= want) return;
+    char b[120];
+    std::snprintf(b, sizeof b, "%s%s: %llu (need %llu)", r.empty() ? "" : ", ", what,
+                  static_cast<unsigned long long>(got), static_cast<unsigned long long>(want));
+    r += b;
+  };
+  need("m > 0 at index 0", m_pos, min);
+  need("m < 0 at index 0", m_neg, min);
+  need("v at index 0", v, min);
+  need("m zeros", m_zero, min);
+  need("v zeros", v_zero, min);
+  need("tiny m blocks", m_tiny, 1);
+  need("tiny v blocks", v_tiny, 1);
+  return r;
+}
+
+NonZeroRuleCoverage CountNonZeroRule(const Problem& p) {
+  hls::Mode md{};
+  hls::DecodeMode(p.launch.mode, &md);
+  const hls::Fp32 f(md.ftz);
+  NonZeroRuleCoverage cov;
+  const uint32_t* g = p.buf.grad.as<uint32_t>();
+  float x[2][hls::kQ8Block];  // m' = g1, v' = g1 * g1 (their magnitudes, which is what counts)
+  for (uint32_t blk = 0; blk < p.spec.n / hls::kQ8Block; ++blk) {
+    for (int i = 0; i < hls::kQ8Block; ++i) {
+      const float g1 = f.Mul(hls::U2F(g[static_cast<uint64_t>(blk) * hls::kQ8Block + i]), 1.0f);
+      x[0][i] = g1;
+      x[1][i] = f.Mul(g1, g1);
+    }
+    for (int mo = 0; mo < 2; ++mo) {
+      // QuantizeBlockQ8's steps: non-finite block, absmax as read, tiny block, r, q, index.
+      bool finite = true;
+      uint32_t amax = 0;
+      for (int i = 0; i < hls::kQ8Block; ++i) {
+        finite &= !hls::IsNonFinite(hls::F2U(x[mo][i]));
+        const uint32_t mag = hls::F2U(f.Mul(hls::U2F(hls::F2U(x[mo][i]) & ~hls::kSignMask), 1.0f));
+        amax = mag > amax ? mag : amax;
+      }
+      if (!finite) continue;
+      if (amax < 0x00800000u) {
+        ++(mo == 0 ? cov.m_tiny : cov.v_tiny);
+        continue;
+      }
+      const float r = 1.0f / hls::U2F(amax);
+      for (int i = 0; i < hls::kQ8Block; ++i) {
+        const uint32_t u = hls::F2U(x[mo][i]);
+        const float mag = f.Mul(hls::U2F(u & ~hls::kSignMask), 1.0f);
+        if (hls::F2U(mag) == 0u) {
+          ++(mo == 0 ? cov.m_zero : cov.v_zero);
+          continue;
+        }
+        const uint32_t q = hls::F2U(f.Mul(mag, r));
+        const bool idx0 = mo == 0 ? hls::Q8Index(q, hls::kQ8SignedThr, 127u) == 0u
+                                  : hls::Q8Index(q, hls::kQ8UnsignedThr, 255u) == 0u;
+        if (!idx0) continue;
+        if (mo == 1) {
+          ++cov.v;
+        } else {
+          ++((u & hls::kSignMask) != 0u ? cov.m_neg : cov.m_pos);
+        }
+      }
+    }
+  }
+  return cov;
 }
 
 std::string CheckNothingWrittenLanes(const AlignedBuffer& status) {

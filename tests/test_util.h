@@ -44,6 +44,32 @@ enum class Overflow {
 Problem OverflowProblem(const Variant& var, DType grad, DType out, uint32_t n, Overflow how,
                         const std::vector<uint32_t>& hot, uint64_t seed);
 
+/// q8 / q8-bf16 state: turns `p`, an AdamW problem with a dense fp32 gradient and whole blocks of
+/// 256, into a launch aimed at the quantizer's non-zero rule (docs/state-formats.md: a value that
+/// is non-zero as read and whose nearest map index is 0 takes index 1). unscale = 1, beta1 =
+/// beta2 = 0 and omb1 = omb2 = 1 make the new moments the gradient itself: m' = g and v' = g * g
+/// exactly (0 * m is a zero for the finite m of a generated state, and x + 0 = x). Block b of the
+/// gradient is, by b mod 8: five ordinary blocks (largest magnitude 2^0, 2^-9, 2^21, 2^-50, 2^55)
+/// holding, beside the largest value, values of both signs so small against it that m's index
+/// is 0 (|g| / max < TM[0]), values whose index is 0 for v only (TM[0] < |g| / max < TU[0]^1/2),
+/// values within 2^-10 of TM[0] · max, exact +0 and -0, subnormals and ordinary values; a tiny
+/// block (subnormals and zeros only: absmax below 2^-126); a block of largest magnitude 2^-100
+/// (v underflows: a tiny v block of an ordinary m block); one of 2^90 (v overflows: a non-finite
+/// v block; m's q underflows to a subnormal or zero). Deterministic from `seed`. Throws
+/// std::invalid_argument when `p` is not such a problem.
+void MakeNonZeroRuleProblem(Problem& p, uint64_t seed);
+
+/// What the quantizer meets in a launch of MakeNonZeroRuleProblem, counted from its gradient by
+/// the contract's steps under the launch's policy: values non-zero as read whose index before
+/// the rule is 0 (m positive, m negative, v), zeros in blocks that are neither tiny nor
+/// non-finite (m, v), and tiny blocks (m, v).
+struct NonZeroRuleCoverage {
+  uint64_t m_pos = 0, m_neg = 0, v = 0, m_zero = 0, v_zero = 0, m_tiny = 0, v_tiny = 0;
+  /// "" when every count reaches `min` (the tiny blocks: 1), else what is missing.
+  std::string Missing(uint64_t min) const;
+};
+NonZeroRuleCoverage CountNonZeroRule(const Problem& p);
+
 /// Checks the status word of a launch that wrote nothing (an error): every integrity lane 0
 /// (the six CRCs, the non-finite count, the AXI error report, the reserved lanes 13 and 14) and
 /// the non-finite position kStatusNoPosition. Returns "" or each lane that differs, with

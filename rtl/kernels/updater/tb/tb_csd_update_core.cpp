@@ -18,8 +18,9 @@
 //                                   variant (or those listed) x grad dtype x copy x dense/sparse
 //                                   x format, K sizes each (multiples of 256, one to several
 //                                   absmax words, across a sparse block), special data, rotating
-//                                   profiles; then the refusals (n or index_lo not whole blocks,
-//                                   an fp16 copy of bf16 weights, format 3)
+//                                   profiles; the non-zero rule's directed blocks (AdamW); then
+//                                   the refusals (n or index_lo not whole blocks, an fp16 copy
+//                                   of bf16 weights, format 3)
 //   --suite perf                    ideal streams: cycles per word and pipeline latency (JSON
 //                                   lines; results checked, times not asserted)
 //   --suite random --iters N        random launches (nightly)
@@ -546,6 +547,40 @@ bool SuiteQ8(Core& core, uint64_t seed, unsigned sizes, const std::string& only,
       Case c = MakeCase(adamw, s, Mix(seed, 0x257 + sparse), &profs[sparse ? 1 : 0]);
       c.p.buf.SetRandomKey(rng.Next(), rng.Next(), s.index);
       ok = RunCase(core, c, tot) && ok;
+    }
+  }
+  // The non-zero rule (a value non-zero as read never takes index 0): AdamW with m' = g and
+  // v' = g * g over blocks built for it (test_util.h MakeNonZeroRuleProblem: both signs of m,
+  // and v, at index 0 before the rule, zeros beside them, tiny blocks), once per format. The
+  // counts are taken from the launch's own data, so a generator that stops reaching a case
+  // fails here rather than passing quietly.
+  if (only.empty() || ("," + only + ",").find(",adamw,") != std::string::npos) {
+    unsigned i = 0;
+    for (hk::StateFmt st : {hk::StateFmt::kQ8, hk::StateFmt::kQ8Bf16}) {
+      Shape s;
+      s.state = st;
+      s.out = st == hk::StateFmt::kQ8 ? DType::kFp16 : DType::kBf16;
+      s.n = 16 * hk::kQ8Block;
+      s.index = static_cast<uint64_t>(0x2e4 + i) << 8;
+      Case c = MakeCase(adamw, s, Mix(seed, 0x2e40 + i), &profs[i == 0 ? 2 : 5]);
+      csdkit::testing::MakeNonZeroRuleProblem(c.p, c.seed);
+      c.sc = c.p.launch.scalars;
+      const csdkit::testing::NonZeroRuleCoverage cov = csdkit::testing::CountNonZeroRule(c.p);
+      char b[200];
+      std::snprintf(b, sizeof b,
+                    " non-zero rule (index 0: m+ %" PRIu64 " m- %" PRIu64 " v %" PRIu64
+                    "; zeros m %" PRIu64 " v %" PRIu64 "; tiny blocks m %" PRIu64 " v %" PRIu64 ")",
+                    cov.m_pos, cov.m_neg, cov.v, cov.m_zero, cov.v_zero, cov.m_tiny, cov.v_tiny);
+      c.config += b;
+      const std::string missing = cov.Missing(64);
+      std::printf("%s%s\n", st == hk::StateFmt::kQ8 ? "q8" : "q8-bf16", b);
+      if (!missing.empty()) {
+        std::printf("FAIL coverage: %s\n  seed=0x%016" PRIx64 " config={%s}\n", missing.c_str(),
+                    c.seed, c.config.c_str());
+        ok = false;
+      }
+      ok = RunCase(core, c, tot) && ok;
+      ++i;
     }
   }
   // Refusals: n or index_lo not whole blocks (0x40), an fp16 copy of bf16 weights and the
