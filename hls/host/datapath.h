@@ -151,11 +151,12 @@ Isa ActiveIsa();
 /// processor lacks it.
 bool SetIsa(Isa isa);
 /// Whether this processor has AVX-512 VBMI, whose byte shuffles the 512-bit build's q8
-/// dequantization uses where present (VBMI is not part of x86-64-v4, so the choice is made at
-/// run time; without it the signed map's values come from vpermt2ps and the unsigned map's from
-/// scalar loads).
+/// look-ups use where present: the map values of the dequantization and the index of the
+/// quantization (VBMI is not part of x86-64-v4, so the choice is made at run time; without it
+/// the signed map's values come from vpermt2ps, the unsigned map's and the index table's entries
+/// from scalar loads).
 bool HasVbmi();
-/// Whether that dequantization uses VBMI now: HasVbmi() unless SetVbmi(false) turned it off.
+/// Whether those look-ups use VBMI now: HasVbmi() unless SetVbmi(false) turned it off.
 bool UseVbmi();
 /// Turns its use off or back on (tests, benchmarks). Returns false, changing nothing, when
 /// asked to turn it on where the processor lacks it.
