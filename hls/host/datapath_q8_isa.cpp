@@ -443,11 +443,11 @@ alignas(64) constexpr VbmiQuant kVqSigned = MakeVbmiQuant(kQ8SignedThr, 127);
 alignas(64) constexpr VbmiQuant kVqUnsigned = MakeVbmiQuant(kQ8UnsignedThr, 255);
 static_assert(kVqSigned.buckets <= 256 && kVqUnsigned.buckets <= 512, "bucket table size");
 
-// Byte-permutation indices that gather the low byte (kHigh: the second byte) of the bucket
-// numbers of words 16k + 4 * lane + i into position 16 * lane + 4 * k + i (kVbmiOrder), from
-// vectors k = 0, 1 (the first table) and k = 2, 3 (the second).
+// Byte-permutation indices that gather byte h of the bucket numbers of words 16k + 4 * lane + i
+// (h = 0 the low byte, 1 the next, which holds bit 8) into position 16 * lane + 4 * k + i
+// (kVbmiOrder), from vectors k = 0, 1 (the first pair) and k = 2, 3 (the second).
 struct VbmiPack {
-  uint8_t j[2][2][64];  // [high byte][pair]
+  uint8_t j[2][2][64];  // [h][pair]
 };
 constexpr VbmiPack MakeVbmiPack() {
   VbmiPack p{};
