@@ -282,9 +282,9 @@ __attribute__((target("avx512vbmi"), noinline)) void DequantBlocksVbmi(const uin
   const VbmiPlanes& pl = kSigned ? kPlanesSigned : kPlanesUnsigned;
   __m512i t[4][4];
   for (uint32_t k = 0; k < 4; ++k) {
-    for (uint32_t q = 0; q < (kSigned ? 2u : 4u); ++q) t[k][q] = _mm512_load_si512(pl.b[k] + 64 * q);
+    for (uint32_t q = 0; q < (kSigned ? 2u : 4u); ++q) t[k][q] = _mm512_loadu_si512(pl.b[k] + 64 * q);
   }
-  const __m512i order = _mm512_load_si512(kVbmiOrder.j);
+  const __m512i order = _mm512_loadu_si512(kVbmiOrder.j);
   const __m512i nan_min = _mm512_set1_epi32(static_cast<int>(kExpMask + 1u));
   const __m512i canon = _mm512_set1_epi32(static_cast<int>(kCanonicalNan));
   const __m512i exp = _mm512_set1_epi32(static_cast<int>(kExpMask));
@@ -392,13 +392,14 @@ __attribute__((optimize("no-tree-vectorize"), noinline)) void LookUp(const uint3
 // below the first threshold's share bucket 0 (count 0), those of 1.0 and above the last bucket
 // (count = all). The bucket numbers are packed into bytes in kVbmiOrder's order, so that the
 // thresholds come out of the unpacking in element order.
+// (The tables are read with unaligned loads, and aligned besides.)
 struct VbmiQuant {
-  uint32_t e0 = 0;           // the binary32 exponent field of the first threshold
-  uint32_t rows = 0;         // rows of the parameter table: below, e0 .. 126, 1.0 and above
+  alignas(64) uint32_t param[32] = {};  // row r = clamp(e - e0 + 1, 0, rows - 1): first | shift << 16
+  alignas(64) uint8_t count[512] = {};  // per bucket: thresholds below its start
+  alignas(64) uint8_t thr[4][256] = {};  // byte k of thr[c], 0xffffffff past the last
+  uint32_t e0 = 0;    // the binary32 exponent field of the first threshold
+  uint32_t rows = 0;  // rows of the parameter table: below, e0 .. 126, 1.0 and above
   uint32_t buckets = 0;
-  uint32_t param[32] = {};   // row r = clamp(e - e0 + 1, 0, rows - 1): first | shift << 16
-  uint8_t count[512] = {};   // per bucket: thresholds below its start
-  uint8_t thr[4][256] = {};  // byte k of thr[c], 0xffffffff past the last
 };
 
 constexpr VbmiQuant MakeVbmiQuant(const uint32_t* thr, uint32_t n) {
@@ -471,14 +472,14 @@ __attribute__((target("avx512vbmi"), noinline)) void CodesVbmi(const uint32_t* x
                                                               uint8_t* cb) {
   const VbmiQuant& vq = kSigned ? kVqSigned : kVqUnsigned;
   const __m512 rv = _mm512_set1_ps(r);
-  const __m512i p0 = _mm512_load_si512(vq.param), p1 = _mm512_load_si512(vq.param + 16);
+  const __m512i p0 = _mm512_loadu_si512(vq.param), p1 = _mm512_loadu_si512(vq.param + 16);
   const __m512i row_max = _mm512_set1_epi32(static_cast<int>(vq.rows - 1));
   const __m512i row_off = _mm512_set1_epi32(static_cast<int>(vq.e0 - 1));
   const __m512i man = _mm512_set1_epi32(static_cast<int>(kManMask));
   const __m512i low16 = _mm512_set1_epi32(0xffff);
   const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
-  const __m512i pk[2][2] = {{_mm512_load_si512(kVbmiPack.j[0][0]), _mm512_load_si512(kVbmiPack.j[0][1])},
-                            {_mm512_load_si512(kVbmiPack.j[1][0]), _mm512_load_si512(kVbmiPack.j[1][1])}};
+  const __m512i pk[2][2] = {{_mm512_loadu_si512(kVbmiPack.j[0][0]), _mm512_loadu_si512(kVbmiPack.j[0][1])},
+                            {_mm512_loadu_si512(kVbmiPack.j[1][0]), _mm512_loadu_si512(kVbmiPack.j[1][1])}};
   constexpr __mmask64 kPair1 = 0xff00ff00ff00ff00ull;  // positions of vectors k = 2, 3
   for (uint32_t i = 0; i < kQ8Block; i += 64) {
     __m512i u[4], mag[4], q[4], bk[4];
@@ -500,7 +501,7 @@ __attribute__((target("avx512vbmi"), noinline)) void CodesVbmi(const uint32_t* x
                                               _mm512_permutex2var_epi8(bk[0], pk[0][0], bk[1]),
                                               _mm512_permutex2var_epi8(bk[2], pk[0][1], bk[3]));
     const __mmask64 b7 = _mm512_movepi8_mask(b8);
-    const auto table = [&](const uint8_t* t, uint32_t k) { return _mm512_load_si512(t + 64 * k); };
+    const auto table = [&](const uint8_t* t, uint32_t k) { return _mm512_loadu_si512(t + 64 * k); };
     __m512i cnt = _mm512_mask_blend_epi8(
         b7, _mm512_permutex2var_epi8(table(vq.count, 0), b8, table(vq.count, 1)),
         _mm512_permutex2var_epi8(table(vq.count, 2), b8, table(vq.count, 3)));
