@@ -11,11 +11,13 @@
 //   3. the binary32 update by Update's own loop for the launch's configuration (theta in place
 //      for q8; q8-bf16 without the copy, which is of the rounded theta);
 //   4. the moments quantized block by block (QuantizeBlockQ8), the index of each value found
-//      with one table look-up instead of the threshold search (below); q8-bf16 theta rounded
+//      with look-ups instead of the threshold search (VBMI byte look-ups through buckets where
+//      the processor has them, else one table entry per value: below); q8-bf16 theta rounded
 //      stochastically with Philox bits computed for many groups at once, the copy written from
 //      it; then the CRCs as written and the non-finite count.
 // Every step gives the bits of the state_q8.h function it replaces (tests/state_q8_kernel_test
-// runs both datapaths on both instruction sets against a plain composition of those).
+// runs both datapaths on both instruction sets, the 512-bit one with and without VBMI, against a
+// plain composition of those).
 #include <immintrin.h>
 
 #include <cstddef>
