@@ -479,7 +479,9 @@ __attribute__((target("avx512vbmi"), noinline)) void CodesVbmi(const uint32_t* x
   const __m512i row_off = _mm512_set1_epi32(static_cast<int>(vq.e0 - 1));
   const __m512i man = _mm512_set1_epi32(static_cast<int>(kManMask));
   const __m512i low16 = _mm512_set1_epi32(0xffff);
-  const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i one8 = _mm512_set1_epi8(1), sign8 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i order = _mm512_loadu_si512(kVbmiOrder.j);
   const __m512i pk[2][2] = {{_mm512_loadu_si512(kVbmiPack.j[0][0]), _mm512_loadu_si512(kVbmiPack.j[0][1])},
                             {_mm512_loadu_si512(kVbmiPack.j[1][0]), _mm512_loadu_si512(kVbmiPack.j[1][1])}};
   constexpr __mmask64 kPair1 = 0xff00ff00ff00ff00ull;  // positions of vectors k = 2, 3
@@ -528,25 +530,24 @@ __attribute__((target("avx512vbmi"), noinline)) void CodesVbmi(const uint32_t* x
             c7, lo, _mm512_permutex2var_epi8(table(vq.thr[k], 2), cnt, table(vq.thr[k], 3)));
       }
     }
-    __m512i t[4], c[4];
+    __m512i t[4];
     WordsFromPlanes(by, t);
-    const __m512i cnt_planes[4] = {cnt, zero, zero, zero};
-    WordsFromPlanes(cnt_planes, c);
+    // The code bytes in element order: count + (q >= thr[count]), at least 1 for a non-zero
+    // value (a non-zero value never becomes zero), the sign bit on; the compares' masks joined
+    // into 64-bit ones, the counts moved to element order by one byte permutation (kVbmiOrder
+    // is its own inverse), stored at once.
+    uint64_t ge = 0, nz = 0, neg = 0;
     for (uint32_t k = 0; k < 4; ++k) {
-      __m512i code = _mm512_mask_add_epi32(c[k], _mm512_cmpge_epu32_mask(q[k], t[k]), c[k], one);
-      // A non-zero value never becomes zero.
-      code = _mm512_mask_mov_epi32(
-          code, _mm512_mask_testn_epi32_mask(_mm512_test_epi32_mask(mag[k], mag[k]), code, code),
-          one);
-      if constexpr (kSigned) {
-        code = _mm512_mask_or_epi32(code, _mm512_movepi32_mask(u[k]), code,
-                                    _mm512_set1_epi32(0x80));
-      }
-      // (vpmovdb by name: under the target attribute GCC 12 lowers StoreCodes' conversion
-      // lane by lane.)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(cb + i + 16 * k),
-                       _mm512_maskz_cvtepi32_epi8(0xffff, code));
+      ge |= uint64_t{_cvtmask16_u32(_mm512_cmpge_epu32_mask(q[k], t[k]))} << (16 * k);
+      nz |= uint64_t{_cvtmask16_u32(_mm512_test_epi32_mask(mag[k], mag[k]))} << (16 * k);
+      if constexpr (kSigned) neg |= uint64_t{_cvtmask16_u32(_mm512_movepi32_mask(u[k]))} << (16 * k);
     }
+    __m512i code = _mm512_maskz_permutexvar_epi8(~__mmask64{0}, order, cnt);
+    code = _mm512_mask_add_epi8(code, _cvtu64_mask64(ge), code, one8);
+    code = _mm512_mask_max_epu8(code, _cvtu64_mask64(nz), code, one8);
+    // (The signed map's index is below 0x80: adding the sign bit sets it.)
+    if constexpr (kSigned) code = _mm512_mask_add_epi8(code, _cvtu64_mask64(neg), code, sign8);
+    _mm512_storeu_si512(cb + i, code);
   }
 }
 #endif
