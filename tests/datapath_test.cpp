@@ -338,10 +338,11 @@ TEST_P(SpecialisedQ8Steps, QuantizeIndexAcrossTheUnitInterval) {
 }
 
 // Theta with edge values among random ones, rounded with the bits of element indices whose
-// counter's low word wraps (and of a 64-bit index near its top), seeds and steps above 32 bits.
+// counter's low word wraps (and of a 64-bit index near its top), seeds and steps above 32 bits;
+// 19 x 128 elements, so that both widths leave sets of counters after their last whole batch.
 TEST_P(SpecialisedQ8Steps, StochasticRoundingAcrossCounterWraps) {
   SplitMix64 rng{0xb16f};
-  constexpr uint32_t kLen = 2048;
+  constexpr uint32_t kLen = 2432;
   std::vector<uint32_t> theta(kLen);
   for (uint32_t i = 0; i < kLen; ++i) {
     theta[i] = i % 5 == 0 ? kEdges[(i / 5) % std::size(kEdges)] | (i & 8u) << 28
