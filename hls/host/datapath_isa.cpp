@@ -323,11 +323,20 @@ inline VF Part(VF a, uint32_t) { return a; }
 
 // The contract's binary32 operations (fp32.h's Fp32Lazy), lane for lane.
 //
-// Fp32Lazy applies the policy to each operand and to each result. Here it is applied to each
-// result (Pol) and to each value that enters the loop (the loaded state and gradient, and the
-// launch constants, flushed once): every operand is then one of those or a Sign result (+-1,
-// +0, NaN), none of which the policy changes, so flushing operands again would change nothing.
+// Fp32Lazy applies the policy to each operand and to each result. The FTZ loops leave that to
+// the processor where it gives the same bits: they run with MXCSR's DAZ bit set (Update sets
+// it and restores the caller's MXCSR), under which every SSE/AVX arithmetic instruction, min,
+// max and compare included, reads a subnormal operand as a zero of its sign, exactly the
+// contract's DAZ. A result is left as IEEE rounds it (MXCSR's FTZ stays off: it flushes a
+// result that is tiny before rounding, which the contract keeps when it rounds up to 2^-126),
+// so a subnormal result is read as its flushed value by every operation that takes it, and
+// flushed by Pol (below) where it leaves the loop: theta', m' and v' before their NaN test,
+// CRCs, stores and the copy. The loaded state and gradient enter only arithmetic, and the
+// launch constants are flushed once (PolScalar). (Each result flushed in software instead cost
+// two instructions per operation: the FTZ q8 launches took 1.5 times the IEEE ones' time.)
 // NaN payloads are left to the hardware and canonicalised at the outputs, as Fp32Lazy does.
+constexpr unsigned int kMxcsrDaz = 0x40;
+
 template <bool kFtz>
 inline VF Pol(VF x) {
   if constexpr (!kFtz) {
@@ -360,34 +369,34 @@ struct Ops {
   template <class A, class B>
   static GF Add(const A& a, const B& b) {
     GF r;
-    CSDKIT_EACH r.x[u] = Pol<kFtz>(Part(a, u) + Part(b, u));
+    CSDKIT_EACH r.x[u] = Part(a, u) + Part(b, u);
     return r;
   }
   template <class A, class B>
   static GF Sub(const A& a, const B& b) {
     GF r;
-    CSDKIT_EACH r.x[u] = Pol<kFtz>(Part(a, u) - Part(b, u));
+    CSDKIT_EACH r.x[u] = Part(a, u) - Part(b, u);
     return r;
   }
   template <class A, class B>
   static GF Mul(const A& a, const B& b) {
     GF r;
-    CSDKIT_EACH r.x[u] = Pol<kFtz>(Part(a, u) * Part(b, u));
+    CSDKIT_EACH r.x[u] = Part(a, u) * Part(b, u);
     return r;
   }
   template <class A, class B>
   static GF Div(const A& a, const B& b) {
     GF r;
-    CSDKIT_EACH r.x[u] = Pol<kFtz>(Part(a, u) / Part(b, u));
+    CSDKIT_EACH r.x[u] = Part(a, u) / Part(b, u);
     return r;
   }
   static GF Sqrt(const GF& a) {
     GF r;
-    CSDKIT_EACH r.x[u] = Pol<kFtz>(SqrtV(a.x[u]));
+    CSDKIT_EACH r.x[u] = SqrtV(a.x[u]);
     return r;
   }
   // Fp32T::Sign of a policy-applied operand: +-1 with its sign, +0 for either zero (a subnormal
-  // is non-zero under IEEE, and already a zero under FTZ/DAZ), and a NaN for a NaN (not
+  // is non-zero under IEEE, and read as a zero under DAZ by the first multiplication), and a NaN for a NaN (not
   // necessarily the canonical one: Lion's only use, lr * sign, is then a NaN, and so is
   // theta', which is canonicalised). Computed as clamp(a * 2^127 * 2^127, -1, 1) + 0: the
   // scaling takes every non-zero magnitude, the smallest subnormal included (2^-149 -> 2^105),
@@ -523,23 +532,29 @@ __attribute__((noinline, flatten)) void Blocks(const VCtl<kFtz>& ctl, const Span
       } else {
         gin.x[u] = LoadBf16(g16 + i + u * kW);
       }
-      gin.x[u] = Pol<kFtz>(gin.x[u]);
       const VU t_in = Load32(th + u * kW);
-      theta.x[u] = Pol<kFtz>((VF)t_in);
+      theta.x[u] = (VF)t_in;
       if constexpr (kCrc) acc[0] = FoldV(acc[0], kfold, u == 0 ? t_in ^ inject[0] : t_in);
       if constexpr (kM) {
         const VU m_in = Load32(mm + u * kW);
-        m.x[u] = Pol<kFtz>((VF)m_in);
+        m.x[u] = (VF)m_in;
         if constexpr (kCrc) acc[1] = FoldV(acc[1], kfold, u == 0 ? m_in ^ inject[1] : m_in);
       }
       if constexpr (kV) {
         const VU v_in = Load32(vv + u * kW);
-        v.x[u] = Pol<kFtz>((VF)v_in);
+        v.x[u] = (VF)v_in;
         if constexpr (kCrc) acc[2] = FoldV(acc[2], kfold, u == 0 ? v_in ^ inject[2] : v_in);
       }
     }
     GF t, mo, vo;
     Rule<kOpt, kL2, kFtz, kForm>::Apply(c, theta, m, v, gin, &t, &mo, &vo);
+    if constexpr (kFtz) {  // the outputs flushed (inside, DAZ reads a subnormal as a zero)
+      CSDKIT_EACH {
+        t.x[u] = Pol<true>(t.x[u]);
+        if (kM) mo.x[u] = Pol<true>(mo.x[u]);
+        if (kV) vo.x[u] = Pol<true>(vo.x[u]);
+      }
+    }
 
     // (10): NaNs become the canonical NaN. NaNs are rare, so the block's outputs are tested
     // first, two vectors per unordered compare, and canonicalised only when one holds a NaN.
@@ -761,7 +776,15 @@ void CSDKIT_CAT(Update, CSDKIT_HOST_ISA)(const Mode& md, const RuleCtl& c, const
     case Optimizer::kAdagrad: fn = PickL2<Optimizer::kAdagrad>(md, c, s); break;
     default: fn = PickFtz<Optimizer::kLion, false>(md, c, s); break;
   }
-  fn(c, s);
+  if (md.ftz) {
+    // The FTZ loops run with MXCSR's DAZ bit set (see Ops), and restore the caller's MXCSR.
+    const unsigned int csr = _mm_getcsr();
+    _mm_setcsr(csr | kMxcsrDaz);
+    fn(c, s);
+    _mm_setcsr(csr);
+  } else {
+    fn(c, s);
+  }
 }
 
 }  // namespace host
