@@ -10,6 +10,7 @@
 // threshold of both maps and its neighbours, tiny, huge and non-finite blocks, counters whose
 // low word wraps. (The q8 launches as a whole: state_q8_kernel_test.)
 #include <gtest/gtest.h>
+#include <immintrin.h>
 
 #include <cstring>
 #include <iterator>
@@ -161,6 +162,33 @@ TEST(SpecialisedDatapathIsa, WidestByDefaultAndRefusesWhatTheProcessorLacks) {
   hh::SetIsa(hh::HasAvx512() ? hh::Isa::kAvx512 : hh::Isa::kAvx2);
   std::printf("specialised datapath: %s (AVX-512 %s)\n", hh::IsaName(hh::ActiveIsa()),
               hh::HasAvx512() ? "present: both instruction sets tested" : "absent: AVX2 only");
+}
+
+// The FTZ loops set MXCSR's DAZ bit around themselves (datapath_isa.cpp): after an FTZ launch
+// the caller's MXCSR, but for the sticky exception flags, is as it was, DAZ off or on.
+TEST(SpecialisedDatapathFtz, RestoresTheCallersMxcsr) {
+  ASSERT_TRUE(hh::DazHonoured())
+      << "this processor ignores MXCSR's DAZ bit (as valgrind does): the kernel runs FTZ "
+         "launches on the general datapath, and the specialised one's FTZ loops give other bits";
+  constexpr unsigned int kFlags = 0x3fu, kDaz = 0x40u;
+  const unsigned int csr0 = _mm_getcsr();
+  for (const unsigned int caller : {csr0 & ~kDaz, csr0 | kDaz}) {
+    ProblemSpec spec;
+    spec.hyper = AllVariants()[0].cfg;
+    spec.step = AllVariants()[0].step;
+    spec.grad.ftz = true;
+    spec.n = 4096 + 3;
+    spec.seed = 0x3c5;
+    Problem p = Problem::Generate(spec);
+    p.buf.SetScalars(spec.n, p.nnz, p.launch);
+    _mm_setcsr(caller);
+    const uint32_t err = InvokeUpdate(WordsOf(p.buf), HostDatapath::kSpecialised);
+    const unsigned int after = _mm_getcsr();
+    _mm_setcsr(csr0);
+    ASSERT_EQ(err, 0u);
+    EXPECT_EQ(after & ~kFlags, caller & ~kFlags)
+        << std::hex << "MXCSR before 0x" << caller << ", after 0x" << after;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

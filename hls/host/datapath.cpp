@@ -1,5 +1,7 @@
 // Run-time choice of the instruction set for the specialised datapath (datapath.h), and the
 // integrity lanes computed around the loops where they are not folded inside them.
+#include <immintrin.h>
+
 #include <atomic>
 
 #include "crc_fast.h"
@@ -53,6 +55,18 @@ bool SetVbmi(bool on) {
   if (on && !HasVbmi()) return false;
   VbmiOn().store(on, std::memory_order_relaxed);
   return true;
+}
+
+bool DazHonoured() {
+  static const bool honoured = [] {
+    const unsigned int csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x40u);  // DAZ
+    volatile float tiny = 0x1p-140f, one = 1.0f;
+    volatile float product = tiny * one;  // (stored before MXCSR is restored)
+    _mm_setcsr(csr);
+    return product == 0.0f;
+  }();
+  return honoured;
 }
 
 bool HasAvx512() {

@@ -150,6 +150,11 @@ Isa ActiveIsa();
 /// Chooses the instruction set (tests, benchmarks). Returns false, changing nothing, when the
 /// processor lacks it.
 bool SetIsa(Isa isa);
+/// Whether this thread's processor honours MXCSR's DAZ bit (checked once: a subnormal operand
+/// multiplied with DAZ set). The FTZ loops of Update and UpdateQ8 rely on it (datapath_isa.cpp:
+/// they set it around themselves); the kernel runs FTZ launches on the general datapath where
+/// it is not honoured, as under valgrind, which ignores the bit.
+bool DazHonoured();
 /// Whether this processor has AVX-512 VBMI, whose byte shuffles the 512-bit build's q8
 /// look-ups use where present: the map values of the dequantization and the index of the
 /// quantization (VBMI is not part of x86-64-v4, so the choice is made at run time; without it

@@ -821,6 +821,13 @@ extern "C" void csd_update(Word* theta, Word* m, Word* v, const Word* grad, cons
                            uint32_t c2, uint32_t seed_lo, uint32_t seed_hi, uint32_t step_lo,
                            uint32_t step_hi, uint32_t index_lo, uint32_t index_hi) {
 #ifdef CSDKIT_HOST_MODEL
+  // The specialised FTZ loops need the processor's DAZ (datapath.h, DazHonoured).
+  if ((mode & hk::kModeFtz) != 0u && !hk::host::DazHonoured()) {
+    UpdateTop<false>(theta, m, v, grad, sp_idx, sp_blk, out16, status, m_absmax, v_absmax, n,
+                     nnz, mode, unscale, lr, beta1, omb1, beta2, omb2, eps, wd, c1, c2, seed_lo,
+                     seed_hi, step_lo, step_hi, index_lo, index_hi);
+    return;
+  }
   UpdateTop<true>(theta, m, v, grad, sp_idx, sp_blk, out16, status, m_absmax, v_absmax, n, nnz,
                   mode, unscale, lr, beta1, omb1, beta2, omb2, eps, wd, c1, c2, seed_lo, seed_hi,
                   step_lo, step_hi, index_lo, index_hi);
