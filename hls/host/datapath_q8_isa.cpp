@@ -776,9 +776,10 @@ inline VU Spread(VU x, uint32_t h) {
   return (d >> shift) & 0xffffu;
 }
 
-// Counter sets per Philox call (4: 1.4 / 1.7 times as fast as 1 with 512 / 256-bit vectors, and
-// faster than 2 or 3, on a Zen 5; docs/host-model.md).
-constexpr uint32_t kSets = 4;
+// Counter sets per Philox call. The rounding alone, against one set: 2 sets 1.25-1.33x, 4 sets
+// 1.23-1.41x with 512-bit vectors, 1.36x / 1.66x with 256-bit ones (Zen 5); whole q8-bf16
+// launches on 32 threads of a Xeon host, 2 sets 6217-6346 M elements/s, 4 sets 5695-6268.
+constexpr uint32_t kSets = 2;
 
 // Rounds theta' (binary32, canonical NaN) elements [0, len) to bf16 into dst (and the copy,
 // when given: the same halves, F32ToBf16 of the stored value being that value); elements are
