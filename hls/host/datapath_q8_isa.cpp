@@ -14,7 +14,8 @@
 //      with look-ups instead of the threshold search (VBMI byte look-ups through buckets where
 //      the processor has them, else one table entry per value: below); q8-bf16 theta rounded
 //      stochastically with Philox bits computed for many groups at once, the copy written from
-//      it; then the CRCs as written and the non-finite count.
+//      it; then the CRCs as written and the non-finite count. While the blocks are quantized,
+//      the next chunk's input lines are requested (NextChunk).
 // Every step gives the bits of the state_q8.h function it replaces (tests/state_q8_kernel_test
 // runs both datapaths on both instruction sets, the 512-bit one with and without VBMI, against a
 // plain composition of those).
