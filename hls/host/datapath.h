@@ -93,7 +93,9 @@ bool FusedIntegrity();
 /// Updates the span with the datapath specialised for `md` (a mode DecodeMode accepted; its
 /// sparse bit is ignored: the span's gradient is dense) and the launch's controls `c`, which
 /// MakeRuleCtl built from `md` (the loop is chosen by md and by c's select signals: for SGD,
-/// mom_pass and nesterov; s.m is present exactly when UsesM(md)).
+/// mom_pass and nesterov; s.m is present exactly when UsesM(md)). An FTZ mode's loops set
+/// MXCSR's DAZ bit for their duration and restore the caller's MXCSR; they give the contract's
+/// bits only where DazHonoured().
 void Update(const Mode& md, const RuleCtl& c, const Span& s);
 
 /// The compressed state formats (q8, q8-bf16: docs/state-formats.md, state_q8.h) on the

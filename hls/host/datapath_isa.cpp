@@ -396,13 +396,13 @@ struct Ops {
     return r;
   }
   // Fp32T::Sign of a policy-applied operand: +-1 with its sign, +0 for either zero (a subnormal
-  // is non-zero under IEEE, and read as a zero under DAZ by the first multiplication), and a NaN for a NaN (not
-  // necessarily the canonical one: Lion's only use, lr * sign, is then a NaN, and so is
-  // theta', which is canonicalised). Computed as clamp(a * 2^127 * 2^127, -1, 1) + 0: the
-  // scaling takes every non-zero magnitude, the smallest subnormal included (2^-149 -> 2^105),
-  // to at least 1 and keeps zeros; the clamp's maxps/minps return their second operand when one
-  // is a NaN, so a NaN passes; adding +0 turns -0 into +0 (round to nearest) and changes nothing
-  // else.
+  // is non-zero under IEEE, and read as a zero under DAZ by the first multiplication), and a
+  // NaN for a NaN (not necessarily the canonical one: Lion's only use, lr * sign, is then a
+  // NaN, and so is theta', which is canonicalised). Computed as clamp(a * 2^127 * 2^127, -1,
+  // 1) + 0: the scaling takes every non-zero magnitude, the smallest subnormal included
+  // (2^-149 -> 2^105), to at least 1 and keeps zeros; the clamp's maxps/minps return their
+  // second operand when one is a NaN, so a NaN passes; adding +0 turns -0 into +0 (round to
+  // nearest) and changes nothing else.
   static GF Sign(const GF& a) {
     const VF big = Splat(0x1p127f), lo = Splat(-1.0f), hi = Splat(1.0f), zero = Splat(0.0f);
     GF r;

@@ -541,7 +541,9 @@ __attribute__((target("avx512vbmi"), noinline)) void CodesVbmi(const uint32_t* x
     for (uint32_t k = 0; k < 4; ++k) {
       ge |= uint64_t{_cvtmask16_u32(_mm512_cmpge_epu32_mask(q[k], t[k]))} << (16 * k);
       nz |= uint64_t{_cvtmask16_u32(_mm512_test_epi32_mask(mag[k], mag[k]))} << (16 * k);
-      if constexpr (kSigned) neg |= uint64_t{_cvtmask16_u32(_mm512_movepi32_mask(u[k]))} << (16 * k);
+      if constexpr (kSigned) {
+        neg |= uint64_t{_cvtmask16_u32(_mm512_movepi32_mask(u[k]))} << (16 * k);
+      }
     }
     __m512i code = _mm512_maskz_permutexvar_epi8(~__mmask64{0}, order, cnt);
     code = _mm512_mask_add_epi8(code, _cvtu64_mask64(ge), code, one8);
@@ -558,7 +560,7 @@ __attribute__((target("avx512vbmi"), noinline)) void CodesVbmi(const uint32_t* x
 // that work reads no memory, so without the requests each stream of the next chunk started cold
 // and its first phase waited on memory (the hardware prefetchers run only a short way ahead of a
 // stream's last access). At the start of every block quantized, an equal share of them
-// (docs/host-model.md: 2.05 -> 1.6 ns per q8 element at n = 2^24 on a Zen 5; bursts per block
+// (docs/host-model.md: 2.0 -> 1.6-1.7 ns per q8 element at n = 2^24 on a Zen 5; bursts per block
 // measured as fast as requests spread over each block's vectors).
 class NextChunk {
  public:
