@@ -60,7 +60,7 @@ bool SetVbmi(bool on) {
 bool DazHonoured() {
   static const bool honoured = [] {
     const unsigned int csr = _mm_getcsr();
-    _mm_setcsr(csr | 0x40u);  // DAZ
+    _mm_setcsr(csr | kMxcsrDaz);
     volatile float tiny = 0x1p-140f, one = 1.0f;
     volatile float product = tiny * one;  // (stored before MXCSR is restored)
     _mm_setcsr(csr);

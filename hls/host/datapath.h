@@ -157,6 +157,8 @@ bool SetIsa(Isa isa);
 /// they set it around themselves); the kernel runs FTZ launches on the general datapath where
 /// it is not honoured, as under valgrind, which ignores the bit.
 bool DazHonoured();
+/// MXCSR's DAZ bit.
+constexpr unsigned int kMxcsrDaz = 0x40;
 /// Whether this processor has AVX-512 VBMI, whose byte shuffles the 512-bit build's q8
 /// look-ups use where present: the map values of the dequantization and the index of the
 /// quantization (VBMI is not part of x86-64-v4, so the choice is made at run time; without it

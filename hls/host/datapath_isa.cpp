@@ -335,8 +335,6 @@ inline VF Part(VF a, uint32_t) { return a; }
 // launch constants are flushed once (PolScalar). (Each result flushed in software instead cost
 // two instructions per operation: the FTZ q8 launches took 1.5 times the IEEE ones' time.)
 // NaN payloads are left to the hardware and canonicalised at the outputs, as Fp32Lazy does.
-constexpr unsigned int kMxcsrDaz = 0x40;
-
 template <bool kFtz>
 inline VF Pol(VF x) {
   if constexpr (!kFtz) {
