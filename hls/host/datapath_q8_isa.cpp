@@ -79,10 +79,14 @@ typedef float VF __attribute__((vector_size(4 * kW)));
 typedef uint16_t VH __attribute__((vector_size(2 * kW)));
 typedef uint8_t VB __attribute__((vector_size(kW)));
 
+// (A broadcast by intrinsic: GCC 12 built the lane-by-lane form of a value loaded in a loop,
+// Philox's round keys, as 16 single-lane masked moves, half of the rounding's instructions.)
 inline VU SplatU(uint32_t x) {
-  VU r;
-  for (uint32_t i = 0; i < kW; ++i) r[i] = x;
-  return r;
+#ifdef CSDKIT_HOST_ZMM
+  return (VU)_mm512_set1_epi32(static_cast<int>(x));
+#else
+  return (VU)_mm256_set1_epi32(static_cast<int>(x));
+#endif
 }
 inline VU Load32(const uint32_t* p) {
   VU r;
