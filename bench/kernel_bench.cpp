@@ -38,6 +38,26 @@ void Parallel(unsigned threads, const std::function<void(unsigned)>& f) {
   p->Run(f);
 }
 
+// Each thread's seconds in one Parallel run, and their spread (the threads of a run wait for
+// the slowest: a run's time is the largest).
+struct ThreadTimes {
+  std::vector<double> s;
+  void Run(unsigned threads, const std::function<void(unsigned)>& f) {
+    s.assign(threads, 0.0);
+    Parallel(threads, [&](unsigned i) {
+      const auto t0 = Clock::now();
+      f(i);
+      s[i] = std::chrono::duration<double>(Clock::now() - t0).count();
+    });
+  }
+  nlohmann::json Json() const {
+    std::vector<double> v = s;
+    std::sort(v.begin(), v.end());
+    if (v.empty()) return nlohmann::json::object();
+    return {{"min", v.front()}, {"median", v[v.size() / 2]}, {"max", v.back()}};
+  }
+};
+
 struct Config {
   Optimizer opt;
   DType grad, out;
@@ -591,6 +611,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           HostDatapath dp;
           hls::host::Isa isa;
           double best = 1e30;
+          ThreadTimes best_threads = {};  // of the best run
         };
         std::vector<Path> paths;
         if (hls::host::HasAvx512()) {
@@ -639,31 +660,41 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
         }
         double bound_best = 1e30;
         const char* bound_shape = "";
+        ThreadTimes bound_threads;
         for (unsigned r = 0; r < o.reps; ++r) {
           for (Path& path : paths) {
             hls::host::SetIsa(path.isa);
+            ThreadTimes tt;
             const auto t0 = Clock::now();
-            Parallel(t, [&](unsigned i) { InvokeUpdate(WordsOf(ps[i]->buf), path.dp); });
-            path.best = std::min(path.best, std::chrono::duration<double>(Clock::now() - t0).count());
+            tt.Run(t, [&](unsigned i) { InvokeUpdate(WordsOf(ps[i]->buf), path.dp); });
+            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+            if (sec < path.best) {
+              path.best = sec;
+              path.best_threads = std::move(tt);
+            }
           }
           for (const Shape& sh : shapes) {
             if (!bound) break;
+            ThreadTimes tt;
             const auto t0 = Clock::now();
-            Parallel(t, [&](unsigned i) { sh.pass(pargs[i]); });
+            tt.Run(t, [&](unsigned i) { sh.pass(pargs[i]); });
             const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
             if (sec < bound_best) {
               bound_best = sec;
               bound_shape = sh.name;
+              bound_threads = std::move(tt);
             }
           }
           for (const auto& [name, pass] : qshapes) {
             if (!bound) break;
+            ThreadTimes tt;
             const auto t0 = Clock::now();
-            Parallel(t, [&](unsigned i) { pass(qargs[i]); });
+            tt.Run(t, [&](unsigned i) { pass(qargs[i]); });
             const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
             if (sec < bound_best) {
               bound_best = sec;
               bound_shape = name;
+              bound_threads = std::move(tt);
             }
           }
         }
@@ -691,10 +722,12 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
                {"bytes_per_element", bpe},
                {"bandwidth_gbs", bw / 1e9},
                {"buffer_bytes", working_set},
-               {"fraction_of_triad", bw / triad_bw[t]}};
+               {"fraction_of_triad", bw / triad_bw[t]},
+               {"thread_seconds", paths[0].best_threads.Json()}};
         json dps = json::object();
         for (const Path& path : paths) {
           dps[path.name] = {{"seconds", path.best},
+                            {"thread_seconds", path.best_threads.Json()},
                             {"elements_per_second", static_cast<double>(elems) / path.best},
                             {"relative_to_headline", best / path.best}};
         }
@@ -702,6 +735,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           r["pattern_bound"] = {{"seconds", bound_best},
                                 {"shape", bound_shape},
                                 {"elements_per_second", static_cast<double>(elems) / bound_best},
+                                {"thread_seconds", bound_threads.Json()},
                                 {"bandwidth_gbs",
                                  static_cast<double>(elems) * bpe / bound_best / 1e9}};
           r["fraction_of_pattern_bound"] = bound_best / best;
@@ -735,9 +769,20 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
                           static_cast<double>(elems) / paths[i].best / 1e6);
             others += b;
           }
-          char pb[64] = "";
+          char pb[160] = "";
           if (bound) {
             std::snprintf(pb, sizeof pb, ", %.1f%% of its pattern bound", 100.0 * bound_best / best);
+          }
+          if (t > 1 && bound) {
+            // The slowest thread against the median one, the update's and the bound's.
+            const auto spread = [](const ThreadTimes& tt) {
+              std::vector<double> v = tt.s;
+              std::sort(v.begin(), v.end());
+              return v.back() / v[v.size() / 2];
+            };
+            const size_t at = std::strlen(pb);
+            std::snprintf(pb + at, sizeof pb - at, " (threads' max / median %.2f, bound's %.2f)",
+                          spread(paths[0].best_threads), spread(bound_threads));
           }
           std::fprintf(stderr, "  %-7s %-8s %s/%s topk=%g threads=%u: %.1f M el/s (%s), %.1f%% "
                        "of triad%s%s\n", state_name.c_str(), OptimizerName(cfg.opt),

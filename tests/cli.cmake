@@ -65,11 +65,13 @@ set_tests_properties(cli_store_256_devices PROPERTIES LABELS quick
   PASS_REGULAR_EXPRESSION "committed step 1.*expected room for 1536 open files .* raise it with `ulimit -n [0-9]+`"
   FAIL_REGULAR_EXPRESSION "committed step 2")
 # bench kernel on 4 KiB pages reports the page kind and, for a dense configuration, the memory
-# bound of its own access pattern measured beside it (a smoke run: tiny n, one thread).
-add_test(NAME cli_bench_kernel_pages COMMAND csdkit bench kernel --quick --n 65536 --threads 1
-         --reps 1 --no-general --no-torch --pages 4k --json)
+# bound of its own access pattern measured beside it, and with several threads each run's spread
+# of thread times (a run lasts as long as its slowest thread), the update's and the bound's (a
+# smoke run: tiny n, two threads).
+add_test(NAME cli_bench_kernel_pages COMMAND csdkit bench kernel --quick --n 65536 --min-threads 2
+         --threads 2 --reps 1 --no-general --no-torch --pages 4k --json)
 set_tests_properties(cli_bench_kernel_pages PROPERTIES LABELS quick
-  PASS_REGULAR_EXPRESSION "\"pages\": \"4k\".*\"fraction_of_pattern_bound\": [0-9.e+-]+,.*\"pattern_bound\": {\n *\"bandwidth_gbs\"")
+  PASS_REGULAR_EXPRESSION "\"pages\": \"4k\".*\"fraction_of_pattern_bound\": [0-9.e+-]+,.*\"pattern_bound\": {\n *\"bandwidth_gbs\".*\"shape\": \"[a-z0-9_]+\",\n *\"thread_seconds\": {\n *\"max\": [0-9.e+-]+,\n *\"median\": [0-9.e+-]+,\n *\"min\": [0-9.e+-]+\n *}.*\"threads\": 2")
 
 add_test(NAME cli_json_non_utf8_path COMMAND sh -c
   "d=\"${csdkit_cli_dir}/$(printf 'bytes\\377')\" && rm -rf \"$d\" && mkdir -p \"$d\" && \
