@@ -50,9 +50,18 @@ struct ThreadTimes {
       s[i] = std::chrono::duration<double>(Clock::now() - t0).count();
     });
   }
-  nlohmann::json Json() const {
+  std::vector<double> Sorted() const {
     std::vector<double> v = s;
     std::sort(v.begin(), v.end());
+    return v;
+  }
+  // The slowest thread's seconds over the median one's (the upper middle one of an even count).
+  double Spread() const {
+    const std::vector<double> v = Sorted();
+    return v.empty() ? 1.0 : v.back() / v[v.size() / 2];
+  }
+  nlohmann::json Json() const {
+    const std::vector<double> v = Sorted();
     if (v.empty()) return nlohmann::json::object();
     return {{"min", v.front()}, {"median", v[v.size() / 2]}, {"max", v.back()}};
   }
@@ -774,15 +783,9 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
             std::snprintf(pb, sizeof pb, ", %.1f%% of its pattern bound", 100.0 * bound_best / best);
           }
           if (t > 1 && bound) {
-            // The slowest thread against the median one, the update's and the bound's.
-            const auto spread = [](const ThreadTimes& tt) {
-              std::vector<double> v = tt.s;
-              std::sort(v.begin(), v.end());
-              return v.back() / v[v.size() / 2];
-            };
             const size_t at = std::strlen(pb);
             std::snprintf(pb + at, sizeof pb - at, " (threads' max / median %.2f, bound's %.2f)",
-                          spread(paths[0].best_threads), spread(bound_threads));
+                          paths[0].best_threads.Spread(), bound_threads.Spread());
           }
           std::fprintf(stderr, "  %-7s %-8s %s/%s topk=%g threads=%u: %.1f M el/s (%s), %.1f%% "
                        "of triad%s%s\n", state_name.c_str(), OptimizerName(cfg.opt),
