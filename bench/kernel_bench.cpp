@@ -42,13 +42,16 @@ void Parallel(unsigned threads, const std::function<void(unsigned)>& f) {
 // the slowest: a run's time is the largest).
 struct ThreadTimes {
   std::vector<double> s;
-  void Run(unsigned threads, const std::function<void(unsigned)>& f) {
+  // Runs f on `threads` threads; returns the run's seconds.
+  double Run(unsigned threads, const std::function<void(unsigned)>& f) {
     s.assign(threads, 0.0);
+    const auto t0 = Clock::now();
     Parallel(threads, [&](unsigned i) {
-      const auto t0 = Clock::now();
+      const auto a = Clock::now();
       f(i);
-      s[i] = std::chrono::duration<double>(Clock::now() - t0).count();
+      s[i] = std::chrono::duration<double>(Clock::now() - a).count();
     });
+    return std::chrono::duration<double>(Clock::now() - t0).count();
   }
   std::vector<double> Sorted() const {
     std::vector<double> v = s;
@@ -674,9 +677,8 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           for (Path& path : paths) {
             hls::host::SetIsa(path.isa);
             ThreadTimes tt;
-            const auto t0 = Clock::now();
-            tt.Run(t, [&](unsigned i) { InvokeUpdate(WordsOf(ps[i]->buf), path.dp); });
-            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+            const double sec =
+                tt.Run(t, [&](unsigned i) { InvokeUpdate(WordsOf(ps[i]->buf), path.dp); });
             if (sec < path.best) {
               path.best = sec;
               path.best_threads = std::move(tt);
@@ -685,9 +687,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           for (const Shape& sh : shapes) {
             if (!bound) break;
             ThreadTimes tt;
-            const auto t0 = Clock::now();
-            tt.Run(t, [&](unsigned i) { sh.pass(pargs[i]); });
-            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+            const double sec = tt.Run(t, [&](unsigned i) { sh.pass(pargs[i]); });
             if (sec < bound_best) {
               bound_best = sec;
               bound_shape = sh.name;
@@ -697,9 +697,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           for (const auto& [name, pass] : qshapes) {
             if (!bound) break;
             ThreadTimes tt;
-            const auto t0 = Clock::now();
-            tt.Run(t, [&](unsigned i) { pass(qargs[i]); });
-            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+            const double sec = tt.Run(t, [&](unsigned i) { pass(qargs[i]); });
             if (sec < bound_best) {
               bound_best = sec;
               bound_shape = name;
