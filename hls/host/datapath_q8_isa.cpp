@@ -389,21 +389,29 @@ __attribute__((optimize("no-tree-vectorize"), noinline)) void LookUp(const uint3
 
 #ifdef CSDKIT_HOST_ZMM
 // With VBMI the index comes from byte shuffles, 64 values at a time. q's exponent picks a row of
-// buckets (one register look-up of 32 entries: the row's first bucket and how many mantissa bits
-// index it, as few as keep every two thresholds of that binade in different buckets), and the
-// bucket's count of thresholds below its start is a byte look-up (the signed map has 216
-// buckets, two registers pairs; the unsigned 441, four). A bucket holds at most one threshold,
-// and if it holds one that is thr[count]: the index is count + (q >= thr[count]), thr[count]
-// looked up by its four byte planes as DequantBlocksVbmi looks up map values (padded with
-// 0xffffffff: in a bucket without a threshold, and past the last, q is below it). Exponents
-// below the first threshold's share bucket 0 (count 0), those of 1.0 and above the last bucket
-// (count = all). The bucket numbers are packed into bytes in kVbmiOrder's order, so that the
-// thresholds come out of the unpacking in element order.
+// buckets (one register look-up of 32 entries: how many mantissa bits index the row's buckets,
+// as few as keep every two thresholds of that binade in different buckets, and where its first
+// bucket is), and the bucket's count of thresholds below its start is a byte look-up (the signed
+// map has 216 buckets, two registers pairs; the unsigned 441, four). A bucket holds at most one
+// threshold, and if it holds one that is thr[count]: the index is count + (q >= thr[count]),
+// thr[count] looked up by its four byte planes as DequantBlocksVbmi looks up map values (padded
+// with 0xffffffff: in a bucket without a threshold, and past the last, q is below it).
+// Exponents below the first threshold's share bucket 0 (count 0), those of 1.0 and above the
+// last bucket (count = all). The bucket numbers are packed into bytes in kVbmiOrder's order, so
+// that the thresholds come out of the unpacking in element order.
+// A row's entry is shift << 16 | (top - first) mod 2^16, where top = q >> shift for the row's
+// first q (the exponent and the row's mantissa bits; shift 31 takes none: q is non-negative),
+// so that the bucket is (q >> shift) - entry in the low 16 bits, three instructions.
+// The non-zero rule costs no mask: in the table of thresholds, thr[0] is replaced by the bits 1
+// (the least positive value) and q by max(q, min(|x|, 1)), which differs from q only where q is
+// zero, as 1 if x is not. A bucket of count 0 then gives 0 + (|x| != 0), where it gave
+// max(0 + (q >= thr[0]), |x| != 0): the same, since such a bucket holds no q >= thr[0] but
+// thr[0]'s own, whose q are non-zero. Buckets of larger counts give the codes they gave, none 0.
 // (The tables are read with unaligned loads, and aligned besides.)
 struct VbmiQuant {
-  alignas(64) uint32_t param[32] = {};  // row r = clamp(e - e0 + 1, 0, rows - 1): first | shift << 16
+  alignas(64) uint32_t param[32] = {};  // row r = max(e - e0 + 1, 0): shift << 16 | offset
   alignas(64) uint8_t count[512] = {};  // per bucket: thresholds below its start
-  alignas(64) uint8_t thr[4][256] = {};  // byte k of thr[c], 0xffffffff past the last
+  alignas(64) uint8_t thr[4][256] = {};  // byte k of thr[c] (thr[0] = 1), 0xffffffff past the last
   uint32_t e0 = 0;    // the binary32 exponent field of the first threshold
   uint32_t rows = 0;  // rows of the parameter table: below, e0 .. 126, 1.0 and above
   uint32_t buckets = 0;
@@ -413,7 +421,11 @@ constexpr VbmiQuant MakeVbmiQuant(const uint32_t* thr, uint32_t n) {
   VbmiQuant q;
   q.e0 = thr[0] >> 23;
   uint32_t b = 1;  // bucket 0: below e0
-  q.param[0] = 0u | 31u << 16;
+  // The row's entry: the bucket is (q >> shift) - entry, modulo 2^16.
+  const auto entry = [](uint32_t first, uint32_t top, uint32_t shift) {
+    return ((top - first) & 0xffffu) | shift << 16;
+  };
+  q.param[0] = entry(0, 0, 31);
   for (uint32_t e = q.e0; e < 127u; ++e) {
     // The fewest top mantissa bits that separate the binade's thresholds.
     uint32_t m = 0;
@@ -425,7 +437,7 @@ constexpr VbmiQuant MakeVbmiQuant(const uint32_t* thr, uint32_t n) {
       }
       if (!clash) break;
     }
-    q.param[e - q.e0 + 1] = b | (23 - m) << 16;
+    q.param[e - q.e0 + 1] = entry(b, (e << 23) >> (23 - m), 23 - m);
     for (uint32_t j = 0; j < (1u << m); ++j) {
       const uint32_t start = e << 23 | j << (23 - m);
       uint32_t below = 0;
@@ -435,13 +447,15 @@ constexpr VbmiQuant MakeVbmiQuant(const uint32_t* thr, uint32_t n) {
     b += 1u << m;
   }
   q.rows = 127u - q.e0 + 2u;
-  q.param[q.rows - 1] = b | 31u << 16;  // 1.0 and above
+  // 1.0 and above: the exponent of q <= 1 + 2^-23 (the largest |x| times 1 / itself) is 127.
+  q.param[q.rows - 1] = entry(b, 0, 31);
   q.count[b] = static_cast<uint8_t>(n);
   q.buckets = b + 1;
   if (q.rows > 32u || q.buckets > 512u) throw "bucket tables too large";
   for (uint32_t c = 0; c < 256; ++c) {
     for (uint32_t k = 0; k < 4; ++k) {
-      q.thr[k][c] = static_cast<uint8_t>((c < n ? thr[c] : 0xffffffffu) >> (8 * k));
+      const uint32_t t = c == 0 ? 1u : c < n ? thr[c] : 0xffffffffu;
+      q.thr[k][c] = static_cast<uint8_t>(t >> (8 * k));
     }
   }
   return q;
@@ -480,30 +494,27 @@ __attribute__((target("avx512vbmi"), noinline)) void CodesVbmi(const uint32_t* x
   const VbmiQuant& vq = kSigned ? kVqSigned : kVqUnsigned;
   const __m512 rv = _mm512_set1_ps(r);
   const __m512i p0 = _mm512_loadu_si512(vq.param), p1 = _mm512_loadu_si512(vq.param + 16);
-  const __m512i row_max = _mm512_set1_epi32(static_cast<int>(vq.rows - 1));
   const __m512i row_off = _mm512_set1_epi32(static_cast<int>(vq.e0 - 1));
-  const __m512i man = _mm512_set1_epi32(static_cast<int>(kManMask));
-  const __m512i low16 = _mm512_set1_epi32(0xffff);
-  const __m512i zero = _mm512_setzero_si512();
+  const __m512i one = _mm512_set1_epi32(1);
   const __m512i one8 = _mm512_set1_epi8(1), sign8 = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i order = _mm512_loadu_si512(kVbmiOrder.j);
   const __m512i pk[2][2] = {{_mm512_loadu_si512(kVbmiPack.j[0][0]), _mm512_loadu_si512(kVbmiPack.j[0][1])},
                             {_mm512_loadu_si512(kVbmiPack.j[1][0]), _mm512_loadu_si512(kVbmiPack.j[1][1])}};
   constexpr __mmask64 kPair1 = 0xff00ff00ff00ff00ull;  // positions of vectors k = 2, 3
   for (uint32_t i = 0; i < kQ8Block; i += 64) {
-    __m512i u[4], mag[4], q[4], bk[4];
+    __m512i u[4], q[4], bk[4];
     for (uint32_t k = 0; k < 4; ++k) {
       u[k] = _mm512_loadu_si512(xb + i + 16 * k);
-      mag[k] = (__m512i)PolU<kFtz>((VU)u[k] & ~kSignMask);
-      q[k] = (__m512i)PolU<kFtz>((VU)((VF)mag[k] * (VF)rv));
-      // The row of q's exponent, its first bucket and shift, the bucket.
-      // (Vector-extension shifts and selects: the intrinsics' undefined pass-through operand
-      // draws GCC 12's uninitialised-use warnings.)
-      VI row = (VI)((VU)q[k] >> 23) - (VI)row_off;
-      row = row < 0 ? (VI)zero : row;
-      row = row > (VI)row_max ? (VI)row_max : row;
-      const VU prm = (VU)_mm512_permutex2var_epi32(p0, (__m512i)row, p1);
-      bk[k] = (__m512i)((prm & (VU)low16) + (((VU)q[k] & (VU)man) >> (prm >> 16)));
+      const __m512i mag = (__m512i)PolU<kFtz>((VU)u[k] & ~kSignMask);
+      const __m512i qk = (__m512i)PolU<kFtz>((VU)((VF)mag * (VF)rv));
+      // The row of q's exponent (e - e0 + 1 saturated at 0 in the low half-word; e <= 127),
+      // its entry, the bucket in the low 16 bits.
+      // (Vector-extension shifts: the intrinsics' undefined pass-through operand draws GCC 12's
+      // uninitialised-use warnings.)
+      const __m512i row = _mm512_subs_epu16((__m512i)((VU)qk >> 23), row_off);
+      const VU prm = (VU)_mm512_permutex2var_epi32(p0, row, p1);
+      bk[k] = (__m512i)(((VU)qk >> (prm >> 16)) - prm);
+      q[k] = _mm512_maskz_max_epu32(kAll, qk, _mm512_maskz_min_epu32(kAll, mag, one));  // (above)
     }
     // The bucket numbers as bytes (and their bit 8 as a mask), in kVbmiOrder.
     const __m512i b8 = _mm512_mask_blend_epi8(kPair1,
@@ -537,21 +548,18 @@ __attribute__((target("avx512vbmi"), noinline)) void CodesVbmi(const uint32_t* x
     }
     __m512i t[4];
     WordsFromPlanes(by, t);
-    // The code bytes in element order: count + (q >= thr[count]), at least 1 for a non-zero
-    // value (a non-zero value never becomes zero), the sign bit on; the compares' masks joined
-    // into 64-bit ones, the counts moved to element order by one byte permutation (kVbmiOrder
-    // is its own inverse), stored at once.
-    uint64_t ge = 0, nz = 0, neg = 0;
+    // The code bytes in element order: count + (q >= thr[count]) (with the non-zero rule, above),
+    // the sign bit on; the compares' masks joined into 64-bit ones, the counts moved to element
+    // order by one byte permutation (kVbmiOrder is its own inverse), stored at once.
+    uint64_t ge = 0, neg = 0;
     for (uint32_t k = 0; k < 4; ++k) {
       ge |= uint64_t{_cvtmask16_u32(_mm512_cmpge_epu32_mask(q[k], t[k]))} << (16 * k);
-      nz |= uint64_t{_cvtmask16_u32(_mm512_test_epi32_mask(mag[k], mag[k]))} << (16 * k);
       if constexpr (kSigned) {
         neg |= uint64_t{_cvtmask16_u32(_mm512_movepi32_mask(u[k]))} << (16 * k);
       }
     }
     __m512i code = _mm512_maskz_permutexvar_epi8(~__mmask64{0}, order, cnt);
     code = _mm512_mask_add_epi8(code, _cvtu64_mask64(ge), code, one8);
-    code = _mm512_mask_max_epu8(code, _cvtu64_mask64(nz), code, one8);
     // (The signed map's index is below 0x80: adding the sign bit sets it.)
     if constexpr (kSigned) code = _mm512_mask_add_epi8(code, _cvtu64_mask64(neg), code, sign8);
     _mm512_storeu_si512(cb + i, code);
