@@ -79,8 +79,9 @@ typedef float VF __attribute__((vector_size(4 * kW)));
 typedef uint16_t VH __attribute__((vector_size(2 * kW)));
 typedef uint8_t VB __attribute__((vector_size(kW)));
 
-// (A broadcast by intrinsic: GCC 12 built the lane-by-lane form of a value loaded in a loop,
-// Philox's round keys, as 16 single-lane masked moves, half of the rounding's instructions.)
+// (A broadcast by intrinsic: GCC 12 builds the lane-by-lane form of a value loaded in a loop
+// as 16 single-lane masked moves; Philox's round keys, built so, were once half of the
+// rounding's instructions.)
 inline VU SplatU(uint32_t x) {
 #ifdef CSDKIT_HOST_ZMM
   return (VU)_mm512_set1_epi32(static_cast<int>(x));
@@ -686,23 +687,22 @@ uint32_t QuantizeBlocks(const uint32_t* x, uint32_t blocks, uint8_t* codes, uint
 
 // ---------------------------------------------------------------------------------------------
 // q8-bf16 theta: the stochastic rounding (RoundBf16Stochastic) with Random16Group's bits,
-// Philox4x32-10 run for kW groups of 8 elements at once (one counter per lane).
+// Philox4x32-10 run for kW groups of 8 elements at once (one counter per group).
+//
+// A word of kW counters is held in two vectors of kW/2 64-bit lanes, its value in each lane's
+// low half: the multiplier (vpmuludq) reads only that half and leaves the 64-bit product,
+// whose low half is the next round's lo word as it stands and whose high half is one shift
+// away from the next hi word; the high halves of the lanes are never read. Half 0 holds
+// groups 4j, 4j + 1 of each 128-bit lane j, half 1 groups 4j + 2, 4j + 3, so that the low
+// halves of the two, taken two by two (vshufps), are the word in group order.
+typedef uint64_t VQ __attribute__((vector_size(4 * kW)));
 
-// The 32 x 32 -> 64-bit products a * m, lane for lane: high and low halves.
-inline void MulWide(VU a, uint32_t m, VU* hi, VU* lo) {
+// The low halves of a * m, a's lanes and m as 32-bit numbers: the 64-bit products.
+inline VQ MulLow(VQ a, VQ m) {
 #ifdef CSDKIT_HOST_ZMM
-  const __m512i k = _mm512_set1_epi64(m);
-  const __m512i even = _mm512_maskz_mul_epu32(0xff, (__m512i)a, k);
-  const __m512i odd =
-      _mm512_maskz_mul_epu32(0xff, _mm512_maskz_srli_epi64(0xff, (__m512i)a, 32), k);
-  *lo = (VU)_mm512_mask_blend_epi32(0xaaaa, even, _mm512_maskz_slli_epi64(0xff, odd, 32));
-  *hi = (VU)_mm512_mask_blend_epi32(0xaaaa, _mm512_maskz_srli_epi64(0xff, even, 32), odd);
+  return (VQ)_mm512_maskz_mul_epu32(0xff, (__m512i)a, (__m512i)m);
 #else
-  const __m256i k = _mm256_set1_epi64x(m);
-  const __m256i even = _mm256_mul_epu32((__m256i)a, k);
-  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64((__m256i)a, 32), k);
-  *lo = (VU)_mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xaa);
-  *hi = (VU)_mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xaa);
+  return (VQ)_mm256_mul_epu32((__m256i)a, (__m256i)m);
 #endif
 }
 
@@ -721,23 +721,47 @@ inline PhiloxKeys MakePhiloxKeys(uint32_t k0, uint32_t k1) {
   return pk;
 }
 
-// Philox4x32x10 on kN sets of kW counters (c[n][0..3], lane g the counter of group g), their
-// rounds interleaved: one set's round is a chain of dependent multiplies and shuffles, and the
-// sets side by side keep more of them in flight.
+// Philox4x32x10 for kN sets of kW groups: set n the groups e + n * kW + g (g < kW) of step
+// `step`; w[n][k] the output word k of each group, lane g group g. The sets' rounds are
+// interleaved: one set's round is a chain of dependent multiplies, and the sets side by side
+// keep more of them in flight.
 template <uint32_t kN>
-inline void PhiloxV(VU c[][4], const PhiloxKeys& pk) {
+inline void PhiloxWords(uint64_t e, uint64_t step, const PhiloxKeys& pk, VU w[][4]) {
+  VQ g;  // the group of each lane of half 0 (half 1: + 2)
+  for (uint32_t l = 0; l < kW / 2; ++l) g[l] = 4 * (l / 2) + l % 2;
+  VQ c[kN][2][4];
+  for (uint32_t n = 0; n < kN; ++n) {
+    for (uint32_t h = 0; h < 2; ++h) {
+      const VQ x = (e + n * kW + 2 * h) + g;  // the group number: low word, high word
+      c[n][h][0] = x;
+      c[n][h][1] = x >> 32;
+      c[n][h][2] = (VQ){} + step;
+      c[n][h][3] = (VQ){} + (step >> 32);
+    }
+  }
+  const VQ m0 = (VQ){} + 0xD2511F53u, m1 = (VQ){} + 0xCD9E8D57u;
   _Pragma("GCC unroll 10") for (int round = 0; round < 10; ++round) {
-    const VU k0 = SplatU(pk.k[0][round]), k1 = SplatU(pk.k[1][round]);
+    const VQ k0 = (VQ){} + pk.k[0][round], k1 = (VQ){} + pk.k[1][round];
     for (uint32_t n = 0; n < kN; ++n) {
-      VU hi0, lo0, hi1, lo1;
-      MulWide(c[n][0], 0xD2511F53u, &hi0, &lo0);
-      MulWide(c[n][2], 0xCD9E8D57u, &hi1, &lo1);
-      const VU n0 = hi1 ^ c[n][1] ^ k0;
-      const VU n2 = hi0 ^ c[n][3] ^ k1;
-      c[n][1] = lo1;
-      c[n][3] = lo0;
-      c[n][0] = n0;
-      c[n][2] = n2;
+      for (uint32_t h = 0; h < 2; ++h) {
+        VQ* const x = c[n][h];
+        const VQ p0 = MulLow(x[0], m0), p1 = MulLow(x[2], m1);
+        x[0] = (p1 >> 32) ^ x[1] ^ k0;
+        x[2] = (p0 >> 32) ^ x[3] ^ k1;
+        x[1] = p1;
+        x[3] = p0;
+      }
+    }
+  }
+  for (uint32_t n = 0; n < kN; ++n) {
+    for (uint32_t k = 0; k < 4; ++k) {
+      const VU a = (VU)c[n][0][k], b = (VU)c[n][1][k];
+#ifdef CSDKIT_HOST_ZMM
+      w[n][k] = __builtin_shufflevector(a, b, 0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14,
+                                        28, 30);
+#else
+      w[n][k] = __builtin_shufflevector(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
+#endif
     }
   }
 }
@@ -775,20 +799,18 @@ inline void Transpose(const VU w[4], VU out[4]) {
 }
 
 // The 16-bit numbers of the kW elements held two per lane in lanes [h * kW/2, h * kW/2 + kW/2)
-// of x, one per lane.
+// of x, one per lane (zero-extended: vpmovzxwd).
 inline VU Spread(VU x, uint32_t h) {
 #ifdef CSDKIT_HOST_ZMM
-  const VU d = h == 0 ? __builtin_shufflevector(x, x, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6,
-                                                7, 7)
-                      : __builtin_shufflevector(x, x, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13,
-                                                14, 14, 15, 15);
-  const VU shift = {0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16, 0, 16};
+  typedef uint64_t V8 __attribute__((vector_size(64)));
+  const __m256i half = h == 0 ? (__m256i)__builtin_shufflevector((V8)x, (V8)x, 0, 1, 2, 3)
+                              : _mm512_maskz_extracti64x4_epi64(0xf, (__m512i)x, 1);
+  return (VU)_mm512_maskz_cvtepu16_epi32(kAll, half);
 #else
-  const VU d = h == 0 ? __builtin_shufflevector(x, x, 0, 0, 1, 1, 2, 2, 3, 3)
-                      : __builtin_shufflevector(x, x, 4, 4, 5, 5, 6, 6, 7, 7);
-  const VU shift = {0, 16, 0, 16, 0, 16, 0, 16};
+  const __m128i half = h == 0 ? _mm256_castsi256_si128((__m256i)x)
+                              : _mm256_extracti128_si256((__m256i)x, 1);
+  return (VU)_mm256_cvtepu16_epi32(half);
 #endif
-  return (d >> shift) & 0xffffu;
 }
 
 // Counter sets per Philox call. The rounding alone, against one set: 2 sets 1.25-1.33x, 4 sets
@@ -805,45 +827,41 @@ __attribute__((noinline)) uint64_t RoundThetaBf16(const uint32_t* t, uint32_t le
                                                   uint16_t* copy) {
   const PhiloxKeys keys =
       MakePhiloxKeys(static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
-  VU iota;
-  for (uint32_t g = 0; g < kW; ++g) iota[g] = g;
   VU nf = {};
-  // The counters of groups e .. e + kW - 1.
-  const auto counters = [&](uint64_t e, VU c[4]) {
-    c[0] = SplatU(static_cast<uint32_t>(e)) + iota;
-    // The high word, plus the carry where e + g wraps the low one (a true compare is all ones).
-    c[1] = SplatU(static_cast<uint32_t>(e >> 32)) - (VU)(c[0] < static_cast<uint32_t>(e));
-    c[2] = SplatU(static_cast<uint32_t>(step));
-    c[3] = SplatU(static_cast<uint32_t>(step >> 32));
-  };
+#ifdef CSDKIT_HOST_ZMM
+  const __m512i inf = _mm512_set1_epi32(0x7f80), one = _mm512_set1_epi32(1);
+#endif
   // Elements at .. at + 8kW - 1 rounded with the transposed words r.
   const auto round = [&](uint32_t at, const VU r[4]) {
     _Pragma("GCC unroll 8") for (uint32_t v = 0; v < 8; ++v) {
       const uint32_t i = at + v * kW;
       const VU b = Load32(t + i);
-      const VU nan = (VU)((b & ~kSignMask) > kExpMask);
-      const VU h = (nan & 0x7fc0u) | (~nan & ((b + Spread(r[v / 2], v % 2)) >> 16));
-      nf -= (VU)((h & 0x7f80u) == 0x7f80u);
+      const VU h = (b & ~kSignMask) > kExpMask ? (VU){} + 0x7fc0u
+                                                : (b + Spread(r[v / 2], v % 2)) >> 16;
+#ifdef CSDKIT_HOST_ZMM
+      nf = (VU)_mm512_mask_add_epi32((__m512i)nf,
+                                     _mm512_cmpeq_epi32_mask((__m512i)(h & 0x7f80u), inf),
+                                     (__m512i)nf, one);
+#else
+      nf -= (VU)((h & 0x7f80u) == 0x7f80u);  // (a true compare is all ones)
+#endif
       StoreHalves(dst + i, h);
       if (copy != nullptr) StoreHalves(copy + i, h);
     }
   };
   uint32_t i = 0;
   for (; i + kSets * 8 * kW <= len; i += kSets * 8 * kW) {
-    const uint64_t e = (index + i) >> 3;  // group of element i; lane g: group e + g
-    VU c[kSets][4], r[4];
-    for (uint32_t n = 0; n < kSets; ++n) counters(e + n * kW, c[n]);
-    PhiloxV<kSets>(c, keys);
+    VU w[kSets][4], r[4];
+    PhiloxWords<kSets>((index + i) >> 3, step, keys, w);  // (the group of element i)
     for (uint32_t n = 0; n < kSets; ++n) {
-      Transpose(c[n], r);
+      Transpose(w[n], r);
       round(i + n * 8 * kW, r);
     }
   }
   for (; i < len; i += 8 * kW) {  // one set at a time
-    VU c[1][4], r[4];
-    counters((index + i) >> 3, c[0]);
-    PhiloxV<1>(c, keys);
-    Transpose(c[0], r);
+    VU w[1][4], r[4];
+    PhiloxWords<1>((index + i) >> 3, step, keys, w);
+    Transpose(w[0], r);
     round(i, r);
   }
   uint64_t count = 0;
