@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "crc_fast.h"
 #include "csdkit/hls/bits.h"
@@ -123,15 +124,6 @@ inline uint32_t MaxLane(VU x) {
   uint32_t m = 0;
   for (uint32_t i = 0; i < kW; ++i) m = x[i] > m ? x[i] : m;
   return m;
-}
-
-// Whether any lane is non-zero.
-inline bool AnyLane(VU m) {
-#ifdef CSDKIT_HOST_ZMM
-  return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
-#else
-  return !_mm256_testz_si256((__m256i)m, (__m256i)m);
-#endif
 }
 
 // The policy on binary32 bit patterns (fp32.h's Flush): under FTZ/DAZ a zero-exponent value
@@ -298,39 +290,51 @@ __attribute__((target("avx512vbmi"), noinline)) void DequantBlocksVbmi(const uin
   const __m512i exp = _mm512_set1_epi32(static_cast<int>(kExpMask));
   const __m512i man = _mm512_set1_epi32(static_cast<int>(kManMask));
   const __m512i sign = _mm512_set1_epi32(static_cast<int>(kSignMask));
+  // The products are NaN only where absmax (as read) is NaN or infinite: a table value is 1 at
+  // most and finite, so a finite absmax gives finite products and needs no canonical NaN.
   for (uint32_t b = 0; b < blocks; ++b) {
-    const __m512 a = _mm512_set1_ps(PolScalar<kFtz>(U2F(absmax[b])));
+    const float af = PolScalar<kFtz>(U2F(absmax[b]));
+    const __m512 a = _mm512_set1_ps(af);
     const uint8_t* const cb = codes + size_t{b} * kQ8Block;
     uint32_t* const ob = out + size_t{b} * kQ8Block;
-    _Pragma("GCC unroll 2") for (uint32_t i = 0; i < kQ8Block; i += 64) {
-      const __m512i c0 = _mm512_loadu_si512(cb + i);
-      const __m512i c = _mm512_maskz_permutexvar_epi8(~__mmask64{0}, order, c0);
-      __m512i by[4];
-      for (uint32_t k = 0; k < 4; ++k) {
-        const __m512i lo = _mm512_permutex2var_epi8(t[k][0], c, t[k][1]);
-        if constexpr (kSigned) {
-          by[k] = lo;
-        } else {
-          const __m512i hi = _mm512_permutex2var_epi8(t[k][2], c, t[k][3]);
-          by[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), lo, hi);
+    const auto block = [&](auto nan_possible) __attribute__((target("avx512vbmi"))) {
+      _Pragma("GCC unroll 2") for (uint32_t i = 0; i < kQ8Block; i += 64) {
+        const __m512i c0 = _mm512_loadu_si512(cb + i);
+        const __m512i c = _mm512_maskz_permutexvar_epi8(~__mmask64{0}, order, c0);
+        __m512i by[4];
+        for (uint32_t k = 0; k < 4; ++k) {
+          const __m512i lo = _mm512_permutex2var_epi8(t[k][0], c, t[k][1]);
+          if constexpr (kSigned) {
+            by[k] = lo;
+          } else {
+            const __m512i hi = _mm512_permutex2var_epi8(t[k][2], c, t[k][3]);
+            by[k] = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), lo, hi);
+          }
+        }
+        __m512i w[4];
+        WordsFromPlanes(by, w);
+        const __mmask64 neg = kSigned ? _mm512_movepi8_mask(c0) : 0;  // the codes' sign bits
+        for (uint32_t k = 0; k < 4; ++k) {
+          __m512i p = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(w[k]), a));
+          // NaN (magnitude above the exponent mask) -> canonical.
+          if constexpr (decltype(nan_possible)::value) {
+            p = _mm512_mask_mov_epi32(
+                p, _mm512_cmpge_epu32_mask((__m512i)((VU)p & ~kSignMask), nan_min), canon);
+          }
+          if constexpr (kFtz) {
+            p = _mm512_mask_andnot_epi32(p, _mm512_testn_epi32_mask(p, exp), man, p);
+          }
+          if constexpr (kSigned) {
+            p = _mm512_mask_xor_epi32(p, static_cast<__mmask16>(neg >> (16 * k)), p, sign);
+          }
+          _mm512_storeu_si512(ob + i + 16 * k, p);
         }
       }
-      __m512i w[4];
-      WordsFromPlanes(by, w);
-      const __mmask64 neg = kSigned ? _mm512_movepi8_mask(c0) : 0;  // the codes' sign bits
-      for (uint32_t k = 0; k < 4; ++k) {
-        __m512i p = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(w[k]), a));
-        // NaN (magnitude above the exponent mask) -> canonical.
-        p = _mm512_mask_mov_epi32(
-            p, _mm512_cmpge_epu32_mask((__m512i)((VU)p & ~kSignMask), nan_min), canon);
-        if constexpr (kFtz) {
-          p = _mm512_mask_andnot_epi32(p, _mm512_testn_epi32_mask(p, exp), man, p);
-        }
-        if constexpr (kSigned) {
-          p = _mm512_mask_xor_epi32(p, static_cast<__mmask16>(neg >> (16 * k)), p, sign);
-        }
-        _mm512_storeu_si512(ob + i + 16 * k, p);
-      }
+    };
+    if ((F2U(af) & kExpMask) != kExpMask) {
+      block(std::false_type{});
+    } else {
+      block(std::true_type{});
     }
   }
 }
@@ -619,27 +623,25 @@ uint32_t QuantizeBlocks(const uint32_t* x, uint32_t blocks, uint8_t* codes, uint
                         NextChunk* next) {
   const Q8Lut& lut = kSigned ? kLutSigned : kLutUnsigned;
   const VI key0 = (VI)SplatU(lut.key0), last = (VI)SplatU(lut.last), zero = {};
-  const VU exp = SplatU(kExpMask);
   uint32_t bad = 0;
   for (uint32_t b = 0; b < blocks; ++b) {
     const uint32_t* const xb = x + size_t{b} * kQ8Block;
     uint8_t* const cb = codes + size_t{b} * kQ8Block;
     if (next != nullptr) next->Issue();
-    // |x| as read (DAZ), its maximum; whether any value is non-finite.
-    VU amax = {}, nonfinite = {};
+    // |x| as read (DAZ), its maximum (as bits: the exponent mask or above where any value is
+    // non-finite).
+    VU amax = {};
     _Pragma("GCC unroll 16") for (uint32_t i = 0; i < kQ8Block; i += kW) {
-      const VU u = Load32(xb + i);
-      const VU mag = PolU<kFtz>(u & ~kSignMask);
+      const VU mag = PolU<kFtz>(Load32(xb + i) & ~kSignMask);
       amax = mag > amax ? mag : amax;
-      nonfinite |= (VU)((u & exp) == exp);
     }
-    if (__builtin_expect(AnyLane(nonfinite), 0)) {
+    const uint32_t a = MaxLane(amax);
+    if (__builtin_expect(a >= kExpMask, 0)) {
       std::memset(cb, 0, kQ8Block);
       absmax[b] = kCanonicalNan;
       ++bad;
       continue;
     }
-    const uint32_t a = MaxLane(amax);
     if (a < 0x00800000u) {  // the tiny block: sign-only codes
       _Pragma("GCC unroll 4") for (uint32_t i = 0; i < kQ8Block; i += kW) {
         StoreCodes(cb + i, kSigned ? (Load32(xb + i) >> 31) << 7 : VU{});
