@@ -699,7 +699,7 @@ uint32_t QuantizeBlocks(const uint32_t* x, uint32_t blocks, uint8_t* codes, uint
 // halves of the two, taken two by two (vshufps), are the word in group order.
 typedef uint64_t VQ __attribute__((vector_size(4 * kW)));
 
-// The low halves of a * m, a's lanes and m as 32-bit numbers: the 64-bit products.
+// The 64-bit products of the low halves of a's and m's lanes (their high halves are ignored).
 inline VQ MulLow(VQ a, VQ m) {
 #ifdef CSDKIT_HOST_ZMM
   return (VQ)_mm512_maskz_mul_epu32(0xff, (__m512i)a, (__m512i)m);
