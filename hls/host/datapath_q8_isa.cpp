@@ -331,7 +331,7 @@ __attribute__((target("avx512vbmi"), noinline)) void DequantBlocksVbmi(const uin
         }
       }
     };
-    if ((F2U(af) & kExpMask) != kExpMask) {
+    if (!IsNonFinite(F2U(af))) {
       block(std::false_type{});
     } else {
       block(std::true_type{});
@@ -636,7 +636,7 @@ uint32_t QuantizeBlocks(const uint32_t* x, uint32_t blocks, uint8_t* codes, uint
       amax = mag > amax ? mag : amax;
     }
     const uint32_t a = MaxLane(amax);
-    if (__builtin_expect(a >= kExpMask, 0)) {
+    if (__builtin_expect(IsNonFinite(a), 0)) {
       std::memset(cb, 0, kQ8Block);
       absmax[b] = kCanonicalNan;
       ++bad;
