@@ -350,6 +350,30 @@ TEST(Q8KernelBoundaries, NonFiniteAtChunkEdgesAndACounterThatWraps) {
   }
 }
 
+// A dense launch long enough that the copy is written with streaming stores (datapath.h,
+// kStreamCopyMin: q8's by the update's loop, q8-bf16's by the rounding), its length not a whole
+// number of chunks.
+TEST(Q8KernelLongPass, StreamedCopy) {
+  const uint32_t n = hls::host::kStreamCopyMin + 3 * kBlock;
+  for (hls::StateFmt st : {hls::StateFmt::kQ8, hls::StateFmt::kQ8Bf16}) {
+    ProblemSpec spec;
+    spec.hyper = OptimizerConfig::Defaults(Optimizer::kAdamW);
+    spec.grad.grad = DType::kFp16;
+    spec.grad.out = st == hls::StateFmt::kQ8Bf16 ? DType::kBf16 : DType::kFp16;
+    spec.grad.state = st;
+    spec.grad.loss_scale = 1024.0;
+    spec.n = n;
+    spec.seed = 0x10a6u;
+    spec.index = 256ull * 77;
+    Problem p = Problem::Generate(spec);
+    UpdateBuffers in, exp;
+    Expect(p, &in, &exp);
+    if (HasFatalFailure()) return;
+    CheckPaths(p, in, exp, "state=" + std::string(StateFmtName(st)) + " n=" + std::to_string(n));
+    if (HasFailure()) return;
+  }
+}
+
 // A launch the kernel refuses writes the status word only, with the error bit.
 void ExpectRefused(uint32_t mode, uint32_t n, uint32_t index_lo, uint32_t want_err) {
   ProblemSpec spec;

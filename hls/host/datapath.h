@@ -70,7 +70,8 @@ struct Span {
 };
 
 /// Passes (Span::stream_len, else len) of at least this many elements write the low-precision
-/// copy with streaming stores: the copy is only written, so ordinary stores would first read
+/// copy with streaming stores (Update's loops, and UpdateQ8's for q8-bf16's copy of its rounded
+/// theta): the copy is only written, so ordinary stores would first read
 /// every line of it from memory (2 more bytes per element), and on passes this large it would
 /// not stay cached for its reader anyway. (The state is read before it is written, so its lines
 /// are already cached: streaming its stores measured far slower.)

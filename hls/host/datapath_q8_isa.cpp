@@ -14,8 +14,9 @@
 //      with look-ups instead of the threshold search (VBMI byte look-ups through buckets where
 //      the processor has them, else one table entry per value: below); q8-bf16 theta rounded
 //      stochastically with Philox bits computed for many groups at once, the copy written from
-//      it; then the CRCs as written and the non-finite count. While the blocks are quantized,
-//      the next chunk's input lines are requested (NextChunk).
+//      it (with streaming stores on long passes, as q8's by Update's loop); then the CRCs as
+//      written and the non-finite count. While the blocks are quantized, the next chunk's input
+//      lines are requested (NextChunk).
 // Every step gives the bits of the state_q8.h function it replaces (tests/state_q8_kernel_test
 // runs both datapaths on both instruction sets, the 512-bit one with and without VBMI, against a
 // plain composition of those).
@@ -824,6 +825,7 @@ constexpr uint32_t kSets = 2;
 // when given: the same halves, F32ToBf16 of the stored value being that value); elements are
 // store index `index` + i. len a multiple of 8 * kW, index of 8. Returns the non-finite halves.
 // (Not inlined: inlined into Chunks it measured 0.93-0.97 times as fast.)
+template <bool kStream>
 __attribute__((noinline)) uint64_t RoundThetaBf16(const uint32_t* t, uint32_t len, uint64_t seed,
                                                   uint64_t step, uint64_t index, uint16_t* dst,
                                                   uint16_t* copy) {
@@ -848,7 +850,17 @@ __attribute__((noinline)) uint64_t RoundThetaBf16(const uint32_t* t, uint32_t le
       nf -= (VU)((h & 0x7f80u) == 0x7f80u);  // (a true compare is all ones)
 #endif
       StoreHalves(dst + i, h);
-      if (copy != nullptr) StoreHalves(copy + i, h);
+      if (copy == nullptr) continue;
+      if constexpr (kStream) {
+        const VH x = __builtin_convertvector(h, VH);
+#ifdef CSDKIT_HOST_ZMM
+        _mm256_stream_si256(reinterpret_cast<__m256i*>(copy + i), (__m256i)x);
+#else
+        _mm_stream_si128(reinterpret_cast<__m128i*>(copy + i), (__m128i)x);
+#endif
+      } else {
+        StoreHalves(copy + i, h);
+      }
     }
   };
   uint32_t i = 0;
@@ -906,6 +918,10 @@ uint32_t Quantize(bool is_signed, const uint32_t* x, uint32_t blocks, uint8_t* c
                    : QuantizeBlocks<false, kFtz, false>(x, blocks, codes, absmax, next);
 }
 
+#ifndef CSDKIT_Q8_STREAMCOPY
+#define CSDKIT_Q8_STREAMCOPY 1
+#endif
+
 template <bool kFtz>
 void Chunks(const Mode& md, const RuleCtl& c, const Q8Span& s, Q8Integrity* ig) {
   const bool bf16 = md.state == StateFmt::kQ8Bf16;
@@ -916,6 +932,11 @@ void Chunks(const Mode& md, const RuleCtl& c, const Q8Span& s, Q8Integrity* ig) 
   uint8_t* const codes[2] = {s.m, s.v};
   uint32_t* const amax[2] = {s.m_absmax, s.v_absmax};
   alignas(64) uint32_t scratch[3][kQ8Chunk];  // m, v, bf16 theta widened
+  // q8-bf16's copy with streaming stores on long passes, as Update writes q8's (datapath.h,
+  // kStreamCopyMin), where its vectors of halves are aligned.
+  const bool stream = CSDKIT_Q8_STREAMCOPY && bf16 && md.out == DType::kBf16 &&
+                      (s.stream_len != 0u ? s.stream_len : s.len) >= kStreamCopyMin &&
+                      reinterpret_cast<uintptr_t>(s.out) % (2 * kW) == 0;
   for (uint32_t base = 0; base < s.len; base += kQ8Chunk) {
     const uint32_t len = s.len - base < kQ8Chunk ? s.len - base : kQ8Chunk;
     const uint32_t blocks = len / kQ8Block, b0 = base / kQ8Block;
@@ -952,7 +973,8 @@ void Chunks(const Mode& md, const RuleCtl& c, const Q8Span& s, Q8Integrity* ig) 
     uint64_t nf = 0;
     if (bf16) {
       uint16_t* const copy = md.out == DType::kBf16 ? s.out + base : nullptr;
-      nf = RoundThetaBf16(th32, len, s.seed, s.step, s.index + base, th16, copy);
+      nf = stream ? RoundThetaBf16<true>(th32, len, s.seed, s.step, s.index + base, th16, copy)
+                  : RoundThetaBf16<false>(th32, len, s.seed, s.step, s.index + base, th16, copy);
       ig->crc_out[0] =
           Crc32Words(ig->crc_out[0], reinterpret_cast<const uint32_t*>(th16), len / 2);
     } else {
@@ -1007,6 +1029,7 @@ void Chunks(const Mode& md, const RuleCtl& c, const Q8Span& s, Q8Integrity* ig) 
       }
     }
   }
+  if (stream) _mm_sfence();  // the streamed copy ordered before whatever the caller does next
 }
 
 }  // namespace
@@ -1031,7 +1054,7 @@ uint32_t CSDKIT_CAT(QuantizeQ8Blocks, CSDKIT_HOST_ISA)(const uint32_t* x, uint32
 uint64_t CSDKIT_CAT(RoundBf16Span, CSDKIT_HOST_ISA)(const uint32_t* theta, uint32_t len,
                                                     uint64_t seed, uint64_t step, uint64_t index,
                                                     uint16_t* dst) {
-  return RoundThetaBf16(theta, len, seed, step, index, dst, nullptr);
+  return RoundThetaBf16<false>(theta, len, seed, step, index, dst, nullptr);
 }
 
 void CSDKIT_CAT(UpdateQ8, CSDKIT_HOST_ISA)(const Mode& md, const RuleCtl& c, const Q8Span& s,
