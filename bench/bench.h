@@ -29,6 +29,12 @@ struct KernelBenchOptions {
   // (the runtime's own buffers) or 4 KiB pages (what a tool that allocates with malloc gets),
   // so that the figures can be compared with another program's under the same conditions.
   AlignedBuffer::Pages pages = AlignedBuffer::Pages::kHuge;
+  // How each thread count's work is split between the threads, each split timed: "fixed" (one
+  // problem of n / threads elements per thread, as the runtime's baseline deals its subgroups)
+  // and "pieces" (dense configurations: those problems cut into pieces of `piece` elements,
+  // each handed to whichever thread is free next).
+  std::vector<std::string> splits = {"fixed"};
+  uint32_t piece = 65536;  // a positive multiple of 256 (q8: whole blocks)
 };
 
 /// STREAM triad a[i] = b[i] + s * c[i] over `n` doubles per array with `threads` threads; best of

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <cstdio>
@@ -69,6 +70,77 @@ struct ThreadTimes {
     return {{"min", v.front()}, {"median", v[v.size() / 2]}, {"max", v.back()}};
   }
 };
+
+// Runs `items` pieces of work on `threads` threads and returns the run's seconds: fixed, item i
+// on thread i (items == threads); dealt, each item handed to whichever thread is free next.
+template <typename F>
+double RunItems(ThreadTimes& tt, unsigned threads, bool dealt, size_t items, F&& f) {
+  if (!dealt) return tt.Run(threads, [&](unsigned i) { f(i); });
+  std::atomic<size_t> next{0};
+  return tt.Run(threads, [&](unsigned) {
+    for (size_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < items;) f(k);
+  });
+}
+
+// Elements [at, at + len) of one problem, a piece of its launch.
+struct Piece {
+  size_t problem;
+  uint32_t at, len;
+};
+
+// Elements [at, at + len) of the dense launch in `b` (n elements) on the specialised datapath,
+// as the host model runs a whole dense launch (csd_update's HostSpan / HostSpanQ8): the span's
+// integrity lanes advanced (and dropped here), its copy streamed as a pass of n elements is.
+void RunPiece(UpdateBuffers& b, uint32_t n, uint32_t at, uint32_t len) {
+  hls::Mode md{};
+  hls::DecodeMode(b.mode, &md);
+  const hls::Scalars sc = {b.unscale, b.lr, b.beta1, b.omb1, b.beta2,
+                           b.omb2,    b.eps, b.wd,   b.c1,   b.c2};
+  const hls::RuleCtl ctl = hls::MakeRuleCtl(md, sc);
+  const void* const grad = b.grad.data() + size_t{at} * DTypeBytes(md.grad);
+  uint16_t* const out = md.out != DType::kFp32 ? b.out16.as<uint16_t>() + at : nullptr;
+  if (hls::IsQ8(md.state)) {
+    const bool bf16 = md.state == hls::StateFmt::kQ8Bf16;
+    hls::host::Q8Span s;
+    s.theta = bf16 ? static_cast<void*>(b.theta.as<uint16_t>() + at)
+                   : static_cast<void*>(b.theta.as<uint32_t>() + at);
+    if (hls::UsesM(md)) {
+      s.m = b.m.data() + at;
+      s.m_absmax = b.m_absmax.as<uint32_t>() + at / hls::kQ8Block;
+    }
+    if (hls::UsesV(md)) {
+      s.v = b.v.data() + at;
+      s.v_absmax = b.v_absmax.as<uint32_t>() + at / hls::kQ8Block;
+    }
+    s.grad = grad;
+    s.grad_type = md.grad;
+    s.out = out;
+    s.len = len;
+    s.stream_len = n;
+    s.seed = uint64_t{b.seed_hi} << 32 | b.seed_lo;
+    s.step = uint64_t{b.step_hi} << 32 | b.step_lo;
+    s.index = (uint64_t{b.index_hi} << 32 | b.index_lo) + at;
+    hls::host::Q8Integrity ig{};
+    ig.first = 0xffffffffu;
+    ig.origin = at;
+    hls::host::UpdateQ8(md, ctl, s, &ig);
+  } else {
+    hls::host::SpanIntegrity ig{};
+    ig.first = 0xffffffffu;
+    ig.origin = at;
+    hls::host::Span s;
+    s.theta = b.theta.as<uint32_t>() + at;
+    s.m = hls::UsesM(md) ? b.m.as<uint32_t>() + at : nullptr;
+    s.v = hls::UsesV(md) ? b.v.as<uint32_t>() + at : nullptr;
+    s.grad = grad;
+    s.grad_type = md.grad;
+    s.out = out;
+    s.len = len;
+    s.stream_len = n;
+    s.integrity = &ig;
+    hls::host::Update(md, ctl, s);
+  }
+}
 
 struct Config {
   Optimizer opt;
@@ -544,6 +616,8 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
   out["reps"] = o.reps;
   out["hardware_threads"] = std::thread::hardware_concurrency();
   out["pages"] = o.pages == AlignedBuffer::Pages::kHuge ? "thp" : "4k";
+  out["splits"] = o.splits;
+  out["piece_elements"] = o.piece;
 
   // The bound: STREAM triad with each array at least 4x the last-level cache (STREAM's own
   // rule; this machine reports a large shared L3), capped at 1/8 of physical memory per array.
@@ -614,191 +688,257 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           ps.push_back(std::make_unique<Problem>(Problem::Generate(spec)));
           if (o.pages != AlignedBuffer::Pages::kHuge) Repage(ps.back()->buf, o.pages);
         }
-        // The datapaths side by side, interleaved rep by rep so that the machine's noise falls on
-        // each alike: the specialised one on each instruction set, and the general one (the
-        // HLS/RTL/OpenCL datapath). The headline figure is the specialised datapath as csd_update
-        // runs it (the widest instruction set).
-        struct Path {
-          std::string name;
-          HostDatapath dp;
-          hls::host::Isa isa;
-          double best = 1e30;
-          ThreadTimes best_threads = {};  // of the best run
-        };
-        std::vector<Path> paths;
-        if (hls::host::HasAvx512()) {
-          paths.push_back({"specialised_avx512", HostDatapath::kSpecialised, hls::host::Isa::kAvx512});
-        }
-        paths.push_back({"specialised_avx2", HostDatapath::kSpecialised, hls::host::Isa::kAvx2});
-        if (o.general) paths.push_back({"general", HostDatapath::kGeneral, hls::host::Isa::kAvx2});
         for (auto& p : ps) p->buf.SetScalars(p->spec.n, p->nnz, p->launch);
-        // The configuration's pattern bound (PatternPass), dense configurations only, timed in the
-        // same rounds.
-        hls::Mode md{};
-        hls::DecodeMode(ps[0]->launch.mode, &md);
-        const bool bound = !md.sparse;
-        struct Shape {
-          const char* name;
-          void (*pass)(const PatternArgs&);
-        };
-        std::vector<Shape> shapes = {{"interleaved_256", &PatternInterleaved},
-                                     {"blocked_256", &PatternBlocked256}};
-        if (hls::host::HasAvx512()) shapes.push_back({"blocked_512", &PatternBlocked512});
-        std::vector<PatternArgs> pargs;
-        for (auto& p : ps) {
-          pargs.push_back(MakePatternArgs(p->buf, p->spec.n, hls::UsesM(md), hls::UsesV(md),
-                                          md.grad, md.out));
+        // Each split of the work between the threads: fixed, problem i on thread i (as the
+        // runtime's baseline deals its subgroups), and pieces, the dense problems cut into pieces
+        // of o.piece elements handed to whichever thread is free (the datapath itself, its spans
+        // run as the kernel runs a launch: RunPiece).
+        hls::Mode md0{};
+        hls::DecodeMode(ps[0]->launch.mode, &md0);
+        std::vector<Piece> pieces;
+        for (size_t i = 0; i < ps.size(); ++i) {
+          for (uint32_t at = 0; at < ps[i]->spec.n; at += o.piece) {
+            pieces.push_back({i, at, std::min(o.piece, ps[i]->spec.n - at)});
+          }
         }
-        // The q8 formats: their own pattern (Q8PatternArgs) in place of the fp32 shapes.
-        std::vector<Q8PatternArgs> qargs;
-        std::vector<std::pair<const char*, Q8Pass>> qshapes;
-        if (q8) {
-          shapes.clear();
-          const unsigned tb = state == hls::StateFmt::kQ8Bf16 ? 2 : 4;
-          const unsigned gb = md.grad == DType::kFp32 ? 4 : 2;
-          const bool copy = md.out != DType::kFp32;
-          qshapes.emplace_back("q8_blocked_256", PickQ8<false>(tb, gb, copy));
+        for (const std::string& split : o.splits) {
+          const bool dealt = split == "pieces";
+          if (dealt && md0.sparse) continue;  // (a sparse launch's tiles follow its entries)
+          const size_t items = dealt ? pieces.size() : ps.size();
+          // The datapaths side by side, interleaved rep by rep so that the machine's noise falls on
+          // each alike: the specialised one on each instruction set, and the general one (the
+          // HLS/RTL/OpenCL datapath). The headline figure is the specialised datapath as csd_update
+          // runs it (the widest instruction set).
+          struct Path {
+            std::string name;
+            HostDatapath dp;
+            hls::host::Isa isa;
+            double best = 1e30;
+            ThreadTimes best_threads = {};  // of the best run
+          };
+          std::vector<Path> paths;
           if (hls::host::HasAvx512()) {
-            qshapes.emplace_back("q8_blocked_512", PickQ8<true>(tb, gb, copy));
+            paths.push_back({"specialised_avx512", HostDatapath::kSpecialised, hls::host::Isa::kAvx512});
           }
+          paths.push_back({"specialised_avx2", HostDatapath::kSpecialised, hls::host::Isa::kAvx2});
+          if (o.general && !dealt) {
+            paths.push_back({"general", HostDatapath::kGeneral, hls::host::Isa::kAvx2});
+          }
+          // The configuration's pattern bound (PatternPass), dense configurations only, timed in
+          // the same rounds and split the same way.
+          const hls::Mode md = md0;
+          const bool bound = !md.sparse;
+          struct Shape {
+            const char* name;
+            void (*pass)(const PatternArgs&);
+          };
+          std::vector<Shape> shapes = {{"interleaved_256", &PatternInterleaved},
+                                       {"blocked_256", &PatternBlocked256}};
+          if (hls::host::HasAvx512()) shapes.push_back({"blocked_512", &PatternBlocked512});
+          std::vector<PatternArgs> pargs;
           for (auto& p : ps) {
-            const bool um = hls::UsesM(md), uv = hls::UsesV(md);
-            qargs.push_back({p->buf.theta.data(), um ? p->buf.m.data() : nullptr,
-                             uv ? p->buf.v.data() : nullptr, p->buf.m_absmax.as<uint32_t>(),
-                             p->buf.v_absmax.as<uint32_t>(), p->buf.grad.data(),
-                             copy ? p->buf.out16.as<uint16_t>() : nullptr, p->spec.n,
-                             p->spec.n >= hls::host::kStreamCopyMin});
+            pargs.push_back(MakePatternArgs(p->buf, p->spec.n, hls::UsesM(md), hls::UsesV(md),
+                                            md.grad, md.out));
           }
-        }
-        double bound_best = 1e30;
-        const char* bound_shape = "";
-        ThreadTimes bound_threads;
-        for (unsigned r = 0; r < o.reps; ++r) {
-          for (Path& path : paths) {
-            hls::host::SetIsa(path.isa);
-            ThreadTimes tt;
-            const double sec =
-                tt.Run(t, [&](unsigned i) { InvokeUpdate(WordsOf(ps[i]->buf), path.dp); });
-            if (sec < path.best) {
-              path.best = sec;
-              path.best_threads = std::move(tt);
+          if (dealt) {  // each piece's part of its problem's arrays, streamed as the problem is
+            std::vector<PatternArgs> whole = std::move(pargs);
+            pargs.clear();
+            const size_t gb = DTypeBytes(md.grad);
+            for (const Piece& pc : pieces) {
+              PatternArgs a = whole[pc.problem];
+              a.th += pc.at;
+              if (a.mm != nullptr) a.mm += pc.at;
+              if (a.vv != nullptr) a.vv += pc.at;
+              a.g += pc.at * gb;
+              a.o += pc.at;
+              a.n = pc.len;
+              pargs.push_back(a);
             }
           }
-          for (const Shape& sh : shapes) {
-            if (!bound) break;
-            ThreadTimes tt;
-            const double sec = tt.Run(t, [&](unsigned i) { sh.pass(pargs[i]); });
-            if (sec < bound_best) {
-              bound_best = sec;
-              bound_shape = sh.name;
-              bound_threads = std::move(tt);
+          // The q8 formats: their own pattern (Q8PatternArgs) in place of the fp32 shapes.
+          std::vector<Q8PatternArgs> qargs;
+          std::vector<std::pair<const char*, Q8Pass>> qshapes;
+          if (q8) {
+            shapes.clear();
+            const unsigned tb = state == hls::StateFmt::kQ8Bf16 ? 2 : 4;
+            const unsigned gb = md.grad == DType::kFp32 ? 4 : 2;
+            const bool copy = md.out != DType::kFp32;
+            qshapes.emplace_back("q8_blocked_256", PickQ8<false>(tb, gb, copy));
+            if (hls::host::HasAvx512()) {
+              qshapes.emplace_back("q8_blocked_512", PickQ8<true>(tb, gb, copy));
+            }
+            for (auto& p : ps) {
+              const bool um = hls::UsesM(md), uv = hls::UsesV(md);
+              qargs.push_back({p->buf.theta.data(), um ? p->buf.m.data() : nullptr,
+                               uv ? p->buf.v.data() : nullptr, p->buf.m_absmax.as<uint32_t>(),
+                               p->buf.v_absmax.as<uint32_t>(), p->buf.grad.data(),
+                               copy ? p->buf.out16.as<uint16_t>() : nullptr, p->spec.n,
+                               p->spec.n >= hls::host::kStreamCopyMin});
+            }
+            if (dealt) {
+              std::vector<Q8PatternArgs> whole = std::move(qargs);
+              qargs.clear();
+              for (const Piece& pc : pieces) {
+                Q8PatternArgs a = whole[pc.problem];
+                a.th += size_t{pc.at} * tb;
+                if (a.mc != nullptr) a.mc += pc.at;
+                if (a.vc != nullptr) a.vc += pc.at;
+                a.ma += pc.at / hls::kQ8Block;
+                a.va += pc.at / hls::kQ8Block;
+                a.g += size_t{pc.at} * gb;
+                if (a.o != nullptr) a.o += pc.at;
+                a.n = pc.len;
+                qargs.push_back(a);
+              }
             }
           }
-          for (const auto& [name, pass] : qshapes) {
-            if (!bound) break;
-            ThreadTimes tt;
-            const double sec = tt.Run(t, [&](unsigned i) { pass(qargs[i]); });
-            if (sec < bound_best) {
-              bound_best = sec;
-              bound_shape = name;
-              bound_threads = std::move(tt);
+          double bound_best = 1e30;
+          const char* bound_shape = "";
+          ThreadTimes bound_threads;
+          for (unsigned r = 0; r < o.reps; ++r) {
+            for (Path& path : paths) {
+              hls::host::SetIsa(path.isa);
+              ThreadTimes tt;
+              const double sec = RunItems(tt, t, dealt, items, [&](size_t i) {
+                if (!dealt) {
+                  InvokeUpdate(WordsOf(ps[i]->buf), path.dp);
+                } else {
+                  Problem& pb = *ps[pieces[i].problem];
+                  RunPiece(pb.buf, pb.spec.n, pieces[i].at, pieces[i].len);
+                }
+              });
+              if (sec < path.best) {
+                path.best = sec;
+                path.best_threads = std::move(tt);
+              }
+            }
+            for (const Shape& sh : shapes) {
+              if (!bound) break;
+              ThreadTimes tt;
+              const double sec =
+                  RunItems(tt, t, dealt, items, [&](size_t i) { sh.pass(pargs[i]); });
+              if (sec < bound_best) {
+                bound_best = sec;
+                bound_shape = sh.name;
+                bound_threads = std::move(tt);
+              }
+            }
+            for (const auto& [name, pass] : qshapes) {
+              if (!bound) break;
+              ThreadTimes tt;
+              const double sec =
+                  RunItems(tt, t, dealt, items, [&](size_t i) { pass(qargs[i]); });
+              if (sec < bound_best) {
+                bound_best = sec;
+                bound_shape = name;
+                bound_threads = std::move(tt);
+              }
             }
           }
-        }
-        hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512 : hls::host::Isa::kAvx2);
-        const double best = paths[0].best;
-        uint64_t elems = 0;
-        for (auto& p : ps) elems += p->spec.n;
-        const double eps = static_cast<double>(elems) / best;
-        const double bpe = BytesPerElement(*ps[0]);
-        uint64_t working_set = 0;
-        for (auto& p : ps) {
-          working_set += p->buf.theta.size() + p->buf.m.size() + p->buf.v.size() +
-                         p->buf.grad.size() + p->buf.out16.size();
-        }
-        const double bw = eps * bpe;
-        json r{{"state", state_name},
-               {"optimizer", OptimizerName(cfg.opt)},
-               {"grad", DTypeName(cfg.grad)},
-               {"out", OutDTypeName(cfg.out)},
-               {"topk", cfg.topk},
-               {"threads", t},
-               {"elements", elems},
-               {"seconds", best},
-               {"elements_per_second", eps},
-               {"bytes_per_element", bpe},
-               {"bandwidth_gbs", bw / 1e9},
-               {"buffer_bytes", working_set},
-               {"fraction_of_triad", bw / triad_bw[t]},
-               {"thread_seconds", paths[0].best_threads.Json()}};
-        json dps = json::object();
-        for (const Path& path : paths) {
-          dps[path.name] = {{"seconds", path.best},
-                            {"thread_seconds", path.best_threads.Json()},
-                            {"elements_per_second", static_cast<double>(elems) / path.best},
-                            {"relative_to_headline", best / path.best}};
-        }
-        if (bound) {
-          r["pattern_bound"] = {{"seconds", bound_best},
-                                {"shape", bound_shape},
-                                {"elements_per_second", static_cast<double>(elems) / bound_best},
-                                {"thread_seconds", bound_threads.Json()},
-                                {"bandwidth_gbs",
-                                 static_cast<double>(elems) * bpe / bound_best / 1e9}};
-          r["fraction_of_pattern_bound"] = bound_best / best;
-        }
-        r["datapath"] = paths[0].name;
-        r["datapaths"] = dps;
-        if (o.torch && !q8 && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp32 &&
-            cfg.out == DType::kFp32 && cfg.topk == 0.0) {
-          // The same update by PyTorch (fp32 parameter, gradient and moments), same n and threads.
-          json tj = TorchAdamW(o.python, elems, t, o.reps);
-          if (tj.contains("results")) {
-            for (json& x : tj["results"]) {
-              x["csdkit_relative"] = eps / x["elements_per_second"].get<double>();
-            }
+          hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512 : hls::host::Isa::kAvx2);
+          const double best = paths[0].best;
+          uint64_t elems = 0;
+          for (auto& p : ps) elems += p->spec.n;
+          const double eps = static_cast<double>(elems) / best;
+          const double bpe = BytesPerElement(*ps[0]);
+          uint64_t working_set = 0;
+          for (auto& p : ps) {
+            working_set += p->buf.theta.size() + p->buf.m.size() + p->buf.v.size() +
+                           p->buf.grad.size() + p->buf.out16.size();
           }
-          r["torch_adamw"] = tj;
-          if (o.progress && tj.contains("results")) {
-            for (const json& x : tj["results"]) {
-              std::fprintf(stderr, "    torch %s AdamW %u threads: %.1f M el/s (csdkit %.2fx)\n",
-                           x["implementation"].get<std::string>().c_str(), t,
-                           x["elements_per_second"].get<double>() / 1e6,
-                           x["csdkit_relative"].get<double>());
-            }
+          const double bw = eps * bpe;
+          json r{{"state", state_name},
+                 {"optimizer", OptimizerName(cfg.opt)},
+                 {"grad", DTypeName(cfg.grad)},
+                 {"out", OutDTypeName(cfg.out)},
+                 {"topk", cfg.topk},
+                 {"threads", t},
+                 {"split", split},
+                 {"elements", elems},
+                 {"seconds", best},
+                 {"elements_per_second", eps},
+                 {"bytes_per_element", bpe},
+                 {"bandwidth_gbs", bw / 1e9},
+                 {"buffer_bytes", working_set},
+                 {"fraction_of_triad", bw / triad_bw[t]},
+                 {"thread_seconds", paths[0].best_threads.Json()}};
+          json dps = json::object();
+          for (const Path& path : paths) {
+            dps[path.name] = {{"seconds", path.best},
+                              {"thread_seconds", path.best_threads.Json()},
+                              {"elements_per_second", static_cast<double>(elems) / path.best},
+                              {"relative_to_headline", best / path.best}};
           }
-        }
-        if (o.progress) {
-          std::string others;
-          for (size_t i = 1; i < paths.size(); ++i) {
-            char b[96];
-            std::snprintf(b, sizeof b, ", %s %.1f", paths[i].name.c_str(),
-                          static_cast<double>(elems) / paths[i].best / 1e6);
-            others += b;
-          }
-          char pb[160] = "";
           if (bound) {
-            std::snprintf(pb, sizeof pb, ", %.1f%% of its pattern bound", 100.0 * bound_best / best);
+            r["pattern_bound"] = {{"seconds", bound_best},
+                                  {"shape", bound_shape},
+                                  {"elements_per_second", static_cast<double>(elems) / bound_best},
+                                  {"thread_seconds", bound_threads.Json()},
+                                  {"bandwidth_gbs",
+                                   static_cast<double>(elems) * bpe / bound_best / 1e9}};
+            r["fraction_of_pattern_bound"] = bound_best / best;
           }
-          if (t > 1 && bound) {
-            const size_t at = std::strlen(pb);
-            std::snprintf(pb + at, sizeof pb - at, " (threads' max / median %.2f, bound's %.2f)",
-                          paths[0].best_threads.Spread(), bound_threads.Spread());
+          if (dealt) {
+            r["piece_elements"] = o.piece;
+            r["pieces"] = pieces.size();
           }
-          std::fprintf(stderr, "  %-7s %-8s %s/%s topk=%g threads=%u: %.1f M el/s (%s), %.1f%% "
-                       "of triad%s%s\n", state_name.c_str(), OptimizerName(cfg.opt),
-                       DTypeName(cfg.grad),
-                       OutDTypeName(cfg.out), cfg.topk, t, eps / 1e6, paths[0].name.c_str(),
-                       100.0 * bw / triad_bw[t], pb, others.c_str());
+          r["datapath"] = paths[0].name;
+          r["datapaths"] = dps;
+          if (o.torch && !dealt && !q8 && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp32 &&
+              cfg.out == DType::kFp32 && cfg.topk == 0.0) {
+            // The same update by PyTorch (fp32 parameter, gradient and moments), same n and
+            // threads.
+            json tj = TorchAdamW(o.python, elems, t, o.reps);
+            if (tj.contains("results")) {
+              for (json& x : tj["results"]) {
+                x["csdkit_relative"] = eps / x["elements_per_second"].get<double>();
+              }
+            }
+            r["torch_adamw"] = tj;
+            if (o.progress && tj.contains("results")) {
+              for (const json& x : tj["results"]) {
+                std::fprintf(stderr, "    torch %s AdamW %u threads: %.1f M el/s (csdkit %.2fx)\n",
+                             x["implementation"].get<std::string>().c_str(), t,
+                             x["elements_per_second"].get<double>() / 1e6,
+                             x["csdkit_relative"].get<double>());
+              }
+            }
+          }
+          if (o.progress) {
+            std::string others;
+            for (size_t i = 1; i < paths.size(); ++i) {
+              char b[96];
+              std::snprintf(b, sizeof b, ", %s %.1f", paths[i].name.c_str(),
+                            static_cast<double>(elems) / paths[i].best / 1e6);
+              others += b;
+            }
+            char pb[160] = "";
+            if (bound) {
+              std::snprintf(pb, sizeof pb, ", %.1f%% of its pattern bound",
+                            100.0 * bound_best / best);
+            }
+            if (t > 1 && bound) {
+              const size_t at = std::strlen(pb);
+              std::snprintf(pb + at, sizeof pb - at, " (threads' max / median %.2f, bound's %.2f)",
+                            paths[0].best_threads.Spread(), bound_threads.Spread());
+            }
+            std::fprintf(stderr,
+                         "  %-7s %-8s %s/%s topk=%g threads=%u %s: %.1f M el/s (%s), %.1f%% "
+                         "of triad%s%s\n",
+                         state_name.c_str(), OptimizerName(cfg.opt), DTypeName(cfg.grad),
+                         OutDTypeName(cfg.out), cfg.topk, t, split.c_str(), eps / 1e6,
+                         paths[0].name.c_str(), 100.0 * bw / triad_bw[t], pb, others.c_str());
+          }
+          if (!dealt && !q8 && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp16 &&
+              cfg.out == DType::kFp16 && cfg.topk == 0.0 && t == o.max_threads) {
+            target = {{"config",
+                       "adamw grad=fp16 out=fp16 dense, " + std::to_string(t) + " threads"},
+                      {"fraction_of_triad", bw / triad_bw[t]},
+                      {"goal", 0.8},
+                      {"met", bw / triad_bw[t] >= 0.8}};
+          }
+          results.push_back(r);
         }
-        if (!q8 && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp16 &&
-            cfg.out == DType::kFp16 && cfg.topk == 0.0 && t == o.max_threads) {
-          target = {{"config", "adamw grad=fp16 out=fp16 dense, " + std::to_string(t) + " threads"},
-                    {"fraction_of_triad", bw / triad_bw[t]},
-                    {"goal", 0.8},
-                    {"met", bw / triad_bw[t] >= 0.8}};
-        }
-        results.push_back(r);
       }
     }
   }

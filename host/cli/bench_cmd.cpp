@@ -38,6 +38,16 @@ void AddBenchCommand(CLI::App& app) {
                 "fp16-copy configurations get a bf16 copy)")
       ->check(CLI::IsMember({"fp32", "q8", "q8-bf16"}))
       ->capture_default_str();
+  k->add_option("--split", o->splits,
+                "how the work is split between the threads, each split timed: fixed (n / threads "
+                "elements per thread, as the runtime deals subgroups) and pieces (dense "
+                "configurations: the same problems handed out in pieces of --piece elements to "
+                "whichever thread is free)")
+      ->check(CLI::IsMember({"fixed", "pieces"}))
+      ->capture_default_str();
+  k->add_option("--piece", o->piece, "elements per piece of --split pieces (a multiple of 256)")
+      ->check(Count(256, uint64_t{1} << 30))
+      ->capture_default_str();
   k->add_flag("--no-general", [o](int64_t) { o->general = false; },
               "time only the specialised datapath, not also the general one");
   k->add_flag("--no-torch", [o](int64_t) { o->torch = false; },
@@ -58,6 +68,10 @@ void AddBenchCommand(CLI::App& app) {
       throw CLI::ValidationError("--min-threads", "expected at most --threads (" +
                                  std::to_string(o->max_threads) + "), found " +
                                  std::to_string(o->min_threads));
+    }
+    if (o->piece % 256 != 0) {
+      throw CLI::ValidationError("--piece", "expected a multiple of 256 elements (whole q8 "
+                                 "blocks), found " + std::to_string(o->piece));
     }
     o->progress = !*json && isatty(STDERR_FILENO);
     std::cout << JsonText(bench::KernelBench(*o)) << "\n";
