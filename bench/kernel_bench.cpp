@@ -705,10 +705,10 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           const bool dealt = split == "pieces";
           if (dealt && md0.sparse) continue;  // (a sparse launch's tiles follow its entries)
           const size_t items = dealt ? pieces.size() : ps.size();
-          // The datapaths side by side, interleaved rep by rep so that the machine's noise falls on
-          // each alike: the specialised one on each instruction set, and the general one (the
-          // HLS/RTL/OpenCL datapath). The headline figure is the specialised datapath as csd_update
-          // runs it (the widest instruction set).
+          // The datapaths side by side, interleaved rep by rep so that the machine's noise falls
+          // on each alike: the specialised one on each instruction set, and the general one (the
+          // HLS/RTL/OpenCL datapath; fixed split only). The headline figure is the specialised
+          // datapath as csd_update runs it (the widest instruction set).
           struct Path {
             std::string name;
             HostDatapath dp;
@@ -718,7 +718,8 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           };
           std::vector<Path> paths;
           if (hls::host::HasAvx512()) {
-            paths.push_back({"specialised_avx512", HostDatapath::kSpecialised, hls::host::Isa::kAvx512});
+            paths.push_back(
+                {"specialised_avx512", HostDatapath::kSpecialised, hls::host::Isa::kAvx512});
           }
           paths.push_back({"specialised_avx2", HostDatapath::kSpecialised, hls::host::Isa::kAvx2});
           if (o.general && !dealt) {
@@ -835,7 +836,8 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
               }
             }
           }
-          hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512 : hls::host::Isa::kAvx2);
+          hls::host::SetIsa(hls::host::HasAvx512() ? hls::host::Isa::kAvx512
+                                                    : hls::host::Isa::kAvx2);
           const double best = paths[0].best;
           uint64_t elems = 0;
           for (auto& p : ps) elems += p->spec.n;
@@ -884,8 +886,8 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           }
           r["datapath"] = paths[0].name;
           r["datapaths"] = dps;
-          if (o.torch && !dealt && !q8 && cfg.opt == Optimizer::kAdamW && cfg.grad == DType::kFp32 &&
-              cfg.out == DType::kFp32 && cfg.topk == 0.0) {
+          if (o.torch && !dealt && !q8 && cfg.opt == Optimizer::kAdamW &&
+              cfg.grad == DType::kFp32 && cfg.out == DType::kFp32 && cfg.topk == 0.0) {
             // The same update by PyTorch (fp32 parameter, gradient and moments), same n and
             // threads.
             json tj = TorchAdamW(o.python, elems, t, o.reps);
