@@ -88,15 +88,15 @@ struct Piece {
   uint32_t at, len;
 };
 
-// Elements [at, at + len) of the dense launch in `b` (n elements) on the specialised datapath,
-// as the host model runs a whole dense launch (csd_update's HostSpan / HostSpanQ8): the span's
-// integrity lanes advanced (and dropped here), its copy streamed as a pass of n elements is.
-void RunPiece(UpdateBuffers& b, uint32_t n, uint32_t at, uint32_t len) {
+// Elements [at, at + len) of the dense problem's launch on the specialised datapath, as the host
+// model runs a whole dense launch (csd_update's HostSpan / HostSpanQ8): the span's integrity
+// lanes advanced (and dropped here), its copy streamed as the whole problem's pass is.
+void RunPiece(Problem& p, uint32_t at, uint32_t len) {
+  UpdateBuffers& b = p.buf;
+  const uint32_t n = p.spec.n;
   hls::Mode md{};
-  hls::DecodeMode(b.mode, &md);
-  const hls::Scalars sc = {b.unscale, b.lr, b.beta1, b.omb1, b.beta2,
-                           b.omb2,    b.eps, b.wd,   b.c1,   b.c2};
-  const hls::RuleCtl ctl = hls::MakeRuleCtl(md, sc);
+  hls::DecodeMode(p.launch.mode, &md);
+  const hls::RuleCtl ctl = hls::MakeRuleCtl(md, p.launch.scalars);
   const void* const grad = b.grad.data() + size_t{at} * DTypeBytes(md.grad);
   uint16_t* const out = md.out != DType::kFp32 ? b.out16.as<uint16_t>() + at : nullptr;
   if (hls::IsQ8(md.state)) {
@@ -117,9 +117,9 @@ void RunPiece(UpdateBuffers& b, uint32_t n, uint32_t at, uint32_t len) {
     s.out = out;
     s.len = len;
     s.stream_len = n;
-    s.seed = uint64_t{b.seed_hi} << 32 | b.seed_lo;
-    s.step = uint64_t{b.step_hi} << 32 | b.step_lo;
-    s.index = (uint64_t{b.index_hi} << 32 | b.index_lo) + at;
+    s.seed = p.spec.seed;  // the launch's random key (Problem::Generate: SetRandomKey)
+    s.step = static_cast<uint64_t>(p.spec.step);
+    s.index = p.spec.index + at;
     hls::host::Q8Integrity ig{};
     ig.first = 0xffffffffu;
     ig.origin = at;
@@ -693,8 +693,8 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
         // runtime's baseline deals its subgroups), and pieces, the dense problems cut into pieces
         // of o.piece elements handed to whichever thread is free (the datapath itself, its spans
         // run as the kernel runs a launch: RunPiece).
-        hls::Mode md0{};
-        hls::DecodeMode(ps[0]->launch.mode, &md0);
+        hls::Mode md{};
+        hls::DecodeMode(ps[0]->launch.mode, &md);
         std::vector<Piece> pieces;
         for (size_t i = 0; i < ps.size(); ++i) {
           for (uint32_t at = 0; at < ps[i]->spec.n; at += o.piece) {
@@ -703,7 +703,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
         }
         for (const std::string& split : o.splits) {
           const bool dealt = split == "pieces";
-          if (dealt && md0.sparse) continue;  // (a sparse launch's tiles follow its entries)
+          if (dealt && md.sparse) continue;  // (a sparse launch's tiles follow its entries)
           const size_t items = dealt ? pieces.size() : ps.size();
           // The datapaths side by side, interleaved rep by rep so that the machine's noise falls
           // on each alike: the specialised one on each instruction set, and the general one (the
@@ -727,7 +727,6 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
           }
           // The configuration's pattern bound (PatternPass), dense configurations only, timed in
           // the same rounds and split the same way.
-          const hls::Mode md = md0;
           const bool bound = !md.sparse;
           struct Shape {
             const char* name;
@@ -804,8 +803,7 @@ nlohmann::json KernelBench(const KernelBenchOptions& o) {
                 if (!dealt) {
                   InvokeUpdate(WordsOf(ps[i]->buf), path.dp);
                 } else {
-                  Problem& pb = *ps[pieces[i].problem];
-                  RunPiece(pb.buf, pb.spec.n, pieces[i].at, pieces[i].len);
+                  RunPiece(*ps[pieces[i].problem], pieces[i].at, pieces[i].len);
                 }
               });
               if (sec < path.best) {
